@@ -1,0 +1,55 @@
+#include "core/file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/error.hpp"
+#include "core/fd.hpp"
+
+namespace bardrive::file {
+
+std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_bytes) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw Error::from_errno("open", path, errno);
+    std::vector<std::uint8_t> out;
+    std::uint8_t buf[4096];
+    while (out.size() < max_bytes) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw Error::from_errno("read", path, errno);
+        }
+        if (n == 0) break;
+        out.insert(out.end(), buf, buf + n);
+    }
+    if (out.size() > max_bytes) out.resize(max_bytes);
+    return out;
+}
+
+std::string read_text(const std::string& path) {
+    auto bytes = read_bytes(path);
+    std::string s(bytes.begin(), bytes.end());
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\0'))
+        s.pop_back();
+    return s;
+}
+
+std::optional<std::string> try_read_text(const std::string& path) {
+    try {
+        return read_text(path);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) throw Error::from_errno("open for writing", path, errno);
+    ssize_t n = ::write(fd.get(), text.data(), text.size());
+    if (n < 0) throw Error::from_errno("write '" + text + "' to", path, errno);
+    if (static_cast<std::size_t>(n) != text.size()) throw Error("write", path, "short write");
+}
+
+}  // namespace bardrive::file

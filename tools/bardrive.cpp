@@ -1,0 +1,53 @@
+// bardrive: the command-line front of the library. `bardrive help` lists the subcommands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "core/error.hpp"
+#include "tools/commands.hpp"
+
+namespace bardrive::tools {
+namespace {
+
+int run_version(const CommandArgs&) {
+    std::printf("bardrive %s\n", BARDRIVE_VERSION);
+    return 0;
+}
+
+int run_help(const CommandArgs&);
+
+// The one list of subcommands.
+const Command commands[] = {
+    {"help", "list the subcommands", run_help},
+    {"version", "print the version", run_version},
+};
+
+int run_help(const CommandArgs&) {
+    std::printf("usage: bardrive COMMAND [ARGS...]   ('bardrive COMMAND --help' for one command)\n\ncommands:\n");
+    for (const auto& c : commands) std::printf("  %-10s %s\n", c.name, c.summary);
+    return 0;
+}
+
+}  // namespace
+}  // namespace bardrive::tools
+
+int main(int argc, char** argv) {
+    using namespace bardrive::tools;
+    const char* name = argc > 1 ? argv[1] : "help";
+    if (std::strcmp(name, "--help") == 0 || std::strcmp(name, "-h") == 0) name = "help";
+    for (const auto& c : commands) {
+        if (std::strcmp(c.name, name) != 0) continue;
+        CommandArgs args(argv + (argc > 1 ? 2 : 1), argv + argc);
+        try {
+            return c.run(args);
+        } catch (const bardrive::Error& e) {
+            std::fprintf(stderr, "bardrive %s: error: %s\n", name, e.what());
+            return 1;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "bardrive %s: internal error: %s\n", name, e.what());
+            return 2;
+        }
+    }
+    std::fprintf(stderr, "bardrive: unknown command '%s'; 'bardrive help' lists them\n", name);
+    return 2;
+}
