@@ -1,0 +1,295 @@
+// Ring logic of the igb driver against descriptors this test writes the way the device would,
+// including a device that lies: bad lengths, chains, stale DD bits, head indexes out of range.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "nic/igb_regs.hpp"
+#include "nic/ring.hpp"
+
+using namespace bardrive::nic;
+namespace igb = bardrive::nic::igb;
+
+namespace {
+
+constexpr std::uint32_t kBuf = 2048;
+
+// Fake buffers: CPU addresses into a vector, IOVAs at a recognisable offset.
+struct Buffers {
+    explicit Buffers(std::uint32_t n) : mem(std::size_t{n} * kBuf) {
+        for (std::uint32_t i = 0; i < n; ++i) pkts.push_back({mem.data() + std::size_t{i} * kBuf, 0x100000 + std::uint64_t{i} * kBuf, 0, i});
+    }
+    std::vector<std::uint8_t> mem;
+    std::vector<Packet> pkts;
+};
+
+// What the device does on receive: fills the write-back format of descriptor `i`.
+void device_rx(igb::AdvRxDesc& d, std::uint16_t len, std::uint32_t status = igb::rxd::DD | igb::rxd::EOP) {
+    std::memset(&d, 0, sizeof d);
+    d.wb.length = len;
+    d.wb.status_error = status;
+}
+
+}  // namespace
+
+TEST_CASE("ring sizes must be powers of two the device can address") {
+    for (std::uint32_t ok : {8u, 16u, 512u, 4096u, 32768u}) CHECK_NOTHROW(check_ring_size(ok, "rx ring"));
+    for (std::uint32_t bad : {0u, 1u, 4u, 12u, 100u, 65536u}) {
+        INFO(bad);
+        CHECK_THROWS_AS(check_ring_size(bad, "rx ring"), bardrive::Error);
+    }
+    CHECK_THROWS_WITH(check_ring_size(100, "tx ring"), Catch::Matchers::ContainsSubstring("power of two"));
+    std::vector<igb::AdvRxDesc> d(8);
+    CHECK_THROWS_WITH(RxRing(d.data(), 8, 32), Catch::Matchers::ContainsSubstring("cannot hold a frame"));
+}
+
+TEST_CASE("rx: post fills descriptors in the read format and keeps one slot empty") {
+    std::vector<igb::AdvRxDesc> d(8);
+    std::memset(d.data(), 0xff, d.size() * sizeof d[0]);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(16);
+    CHECK(ring.free_slots() == 7);
+    CHECK(ring.post(b.pkts) == 7);  // head == tail means empty to the device: never fill all 8
+    CHECK(ring.tail() == 7);
+    CHECK(ring.posted() == 7);
+    CHECK(ring.free_slots() == 0);
+    for (int i = 0; i < 7; ++i) {
+        CHECK(d[i].read.pkt_addr == b.pkts[i].iova);
+        CHECK(d[i].read.hdr_addr == 0);  // clears a stale DD in the status word
+    }
+    CHECK(d[7].read.pkt_addr == ~0ull);  // untouched
+    Packet out[4];
+    CHECK(ring.poll(out) == 0);  // nothing done yet
+}
+
+TEST_CASE("rx: poll harvests done descriptors in order, stops at the first not done") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(7));
+    device_rx(d[0], 60);
+    device_rx(d[1], 1514);
+    device_rx(d[3], 100);  // done out of order: must wait for 2
+    Packet out[8];
+    REQUIRE(ring.poll(out) == 2);
+    CHECK(out[0].len == 60);
+    CHECK(out[0].buf == 0);
+    CHECK(out[0].data == b.pkts[0].data);
+    CHECK(out[1].len == 1514);
+    CHECK(out[1].iova == b.pkts[1].iova);
+    CHECK(ring.next_to_clean() == 2);
+    CHECK(ring.posted() == 5);
+    CHECK(ring.counters().packets == 2);
+    CHECK(ring.counters().bytes == 1574);
+    device_rx(d[2], 64);
+    REQUIRE(ring.poll(out) == 2);
+    CHECK(out[0].buf == 2);
+    CHECK(out[1].buf == 3);
+}
+
+TEST_CASE("rx: the batch limit is respected and the rest stays for the next poll") {
+    std::vector<igb::AdvRxDesc> d(16);
+    RxRing ring(d.data(), 16, kBuf);
+    Buffers b(16);
+    ring.post(b.pkts);
+    for (int i = 0; i < 10; ++i) device_rx(d[i], 64);
+    Packet out[4];
+    CHECK(ring.poll(out) == 4);
+    CHECK(ring.poll(out) == 4);
+    CHECK(ring.poll(out) == 2);
+    CHECK(ring.poll(out) == 0);
+    CHECK(ring.counters().packets == 10);
+}
+
+TEST_CASE("rx: wrap-around over many rings' worth keeps order and recycles buffers") {
+    constexpr std::uint32_t n = 8;
+    std::vector<igb::AdvRxDesc> d(n);
+    RxRing ring(d.data(), n, kBuf);
+    Buffers b(n);
+    std::vector<Packet> pool(b.pkts.begin(), b.pkts.end());
+    ring.post(std::span(pool).first(n - 1));
+    pool.erase(pool.begin(), pool.begin() + (n - 1));
+    std::uint32_t device_head = 0;
+    std::uint64_t expect_seq = 0;
+    for (int round = 0; round < 100; ++round) {
+        std::uint32_t k = 1 + round % 5;  // the device finishes k frames
+        for (std::uint32_t i = 0; i < k && ((ring.tail() - device_head) & (n - 1)) != 0; ++i) {
+            device_rx(d[device_head], static_cast<std::uint16_t>(60 + (expect_seq + i) % 1000));
+            device_head = (device_head + 1) % n;
+        }
+        Packet out[n];
+        std::uint32_t got = ring.poll(out);
+        for (std::uint32_t i = 0; i < got; ++i) {
+            CHECK(out[i].len == 60 + expect_seq % 1000);
+            ++expect_seq;
+            pool.push_back(out[i]);  // the application is done with it
+        }
+        std::uint32_t posted = ring.post(pool);
+        pool.erase(pool.begin(), pool.begin() + posted);
+        CHECK(ring.tail() == (device_head + ring.posted()) % n);
+    }
+    CHECK(expect_seq > 3 * n);
+    CHECK(ring.counters().packets == expect_seq);
+}
+
+TEST_CASE("rx: impossible lengths are counted drops and the buffer goes straight back to the device") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(7));
+    device_rx(d[0], 0xffff);    // longer than the buffer
+    device_rx(d[1], 0);         // empty
+    device_rx(d[2], 13);        // shorter than an Ethernet header
+    device_rx(d[3], kBuf + 1);  // one byte past the buffer
+    device_rx(d[4], kBuf);      // exactly the buffer: fine
+    Packet out[8];
+    REQUIRE(ring.poll(out) == 1);
+    CHECK(out[0].len == kBuf);
+    CHECK(out[0].buf == 4);
+    CHECK(ring.counters().bad_length == 4);
+    // The four dropped buffers were re-posted at the tail, in the order they were dropped.
+    CHECK(ring.tail() == (7 + 4) % 8);
+    CHECK(d[7].read.pkt_addr == b.pkts[0].iova);
+    CHECK(d[0].read.pkt_addr == b.pkts[1].iova);
+    CHECK(d[1].read.pkt_addr == b.pkts[2].iova);
+    CHECK(d[2].read.pkt_addr == b.pkts[3].iova);
+    CHECK(d[2].read.hdr_addr == 0);
+    CHECK(ring.posted() == 6);
+}
+
+TEST_CASE("rx: frame errors and multi-descriptor chains are dropped whole") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(7));
+    device_rx(d[0], 64, igb::rxd::DD | igb::rxd::EOP | igb::rxd::ERR_RXE);
+    device_rx(d[1], kBuf, igb::rxd::DD);  // chain: 3 descriptors, EOP on the last
+    device_rx(d[2], kBuf, igb::rxd::DD);
+    device_rx(d[3], 100, igb::rxd::DD | igb::rxd::EOP);
+    device_rx(d[4], 64, igb::rxd::DD | igb::rxd::EOP | igb::rxd::ERR_IPE);  // checksum only: delivered
+    Packet out[8];
+    REQUIRE(ring.poll(out) == 1);
+    CHECK(out[0].buf == 4);
+    CHECK(ring.counters().frame_errors == 1);
+    CHECK(ring.counters().chained == 3);
+    CHECK(ring.posted() == 6);
+}
+
+TEST_CASE("rx: a device that sets DD on everything cannot keep poll spinning") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(7));
+    for (auto& x : d) device_rx(x, 0);
+    Packet out[64];
+    CHECK(ring.poll(out) == 0);  // returns after at most one lap
+    CHECK(ring.counters().bad_length <= 8);
+}
+
+TEST_CASE("rx: drain returns every posted buffer") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(5));
+    Packet out[8];
+    REQUIRE(ring.drain(out) == 5);
+    for (std::uint32_t i = 0; i < 5; ++i) CHECK(out[i].buf == i);
+    CHECK(ring.posted() == 0);
+}
+
+TEST_CASE("tx: push writes advanced data descriptors, report-status on the batch's last") {
+    std::vector<igb::AdvTxDesc> d(8);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), 8, &head, kBuf);
+    Buffers b(8);
+    for (std::uint32_t i = 0; i < 8; ++i) b.pkts[i].len = 60 + i;
+    REQUIRE(ring.push(std::span(b.pkts).first(3)) == 3);
+    CHECK(ring.tail() == 3);
+    for (int i = 0; i < 3; ++i) {
+        CHECK(d[i].read.buffer_addr == b.pkts[i].iova);
+        std::uint32_t c = d[i].read.cmd_type_len;
+        CHECK((c & igb::txd::DTALEN_MASK) == 60u + i);
+        CHECK((c & igb::txd::DTYP_DATA) == igb::txd::DTYP_DATA);
+        CHECK((c & igb::txd::CMD_DEXT) != 0);
+        CHECK((c & igb::txd::CMD_EOP) != 0);
+        CHECK((c & igb::txd::CMD_IFCS) != 0);
+        CHECK((c & igb::txd::CMD_RS) == (i == 2 ? igb::txd::CMD_RS : 0u));
+        CHECK(d[i].read.olinfo_status >> igb::txd::PAYLEN_SHIFT == 60u + i);
+    }
+    CHECK(ring.counters().packets == 3);
+    CHECK(ring.counters().bytes == 183);
+}
+
+TEST_CASE("tx: a full ring takes what fits; refused lengths stop the batch and are counted") {
+    std::vector<igb::AdvTxDesc> d(8);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), 8, &head, 1514);
+    Buffers b(16);
+    for (auto& p : b.pkts) p.len = 64;
+    CHECK(ring.push(b.pkts) == 7);
+    CHECK(ring.free_slots() == 0);
+    CHECK(ring.push(b.pkts) == 0);
+
+    std::vector<igb::AdvTxDesc> d2(8);
+    TxRing ring2(d2.data(), 8, &head, 1514);
+    b.pkts[2].len = 1515;
+    CHECK(ring2.push(std::span(b.pkts).first(5)) == 2);
+    CHECK(ring2.counters().bad_length == 1);
+    b.pkts[0].len = 0;
+    CHECK(ring2.push(std::span(b.pkts).first(1)) == 0);
+    CHECK(ring2.counters().bad_length == 2);
+}
+
+TEST_CASE("tx: reclaim follows the head write-back across wrap-around") {
+    constexpr std::uint32_t n = 8;
+    std::vector<igb::AdvTxDesc> d(n);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), n, &head, kBuf);
+    Buffers b(n);
+    for (auto& p : b.pkts) p.len = 64;
+    std::vector<Packet> pool(b.pkts.begin(), b.pkts.end());
+    std::uint64_t sent = 0, back = 0;
+    for (int round = 0; round < 50; ++round) {
+        std::uint32_t k = std::min<std::uint32_t>(static_cast<std::uint32_t>(pool.size()), 1 + round % 4);
+        std::uint32_t pushed = ring.push(std::span(pool).first(k));
+        pool.erase(pool.begin(), pool.begin() + pushed);
+        sent += pushed;
+        head = ring.tail();  // the device sends all queued frames
+        Packet out[n];
+        std::uint32_t got = ring.reclaim(out);
+        back += got;
+        pool.insert(pool.end(), out, out + got);
+        CHECK(ring.in_flight() == 0);
+    }
+    CHECK(sent == back);
+    CHECK(sent > 3 * n);
+    CHECK(pool.size() == n);
+    CHECK(ring.counters().bad_head == 0);
+}
+
+TEST_CASE("tx: a head write-back out of range or beyond the tail is a counted error, not a reclaim") {
+    std::vector<igb::AdvTxDesc> d(8);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), 8, &head, kBuf);
+    Buffers b(8);
+    for (auto& p : b.pkts) p.len = 64;
+    ring.push(std::span(b.pkts).first(3));  // tail 3, clean 0
+    Packet out[8];
+    head = 8;  // outside an 8-entry ring
+    CHECK(ring.reclaim(out) == 0);
+    head = 0xdeadbeef;
+    CHECK(ring.reclaim(out) == 0);
+    head = 5;  // inside the ring, but past what was queued
+    CHECK(ring.reclaim(out) == 0);
+    CHECK(ring.counters().bad_head == 3);
+    CHECK(ring.in_flight() == 3);
+    head = 2;  // sane again
+    REQUIRE(ring.reclaim(out) == 2);
+    CHECK(out[0].buf == 0);
+    CHECK(out[1].buf == 1);
+    REQUIRE(ring.drain(out) == 1);
+    CHECK(out[0].buf == 2);
+}
