@@ -1,0 +1,40 @@
+// Set-up of a pager (host or GPU): the configuration, its checks, and the counter snapshot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pager.hpp"
+
+namespace bardrive::umem {
+
+struct Config {
+    std::uint64_t bytes = 0;         // size of the paged array
+    std::uint64_t page_size = 4096;  // power of two, 4 KiB .. 2 MiB
+    std::uint64_t frames = 0;        // frame pool capacity in pages; below bytes/page_size = oversubscribed
+    Admission admission = Admission::migrate;
+    Eviction eviction = Eviction::clock;
+    std::uint32_t prefetch_depth = 0;
+};
+
+// Throws bardrive::Error saying which field is wrong and what would work. Returns log2(page_size).
+std::uint32_t check(const Config& cfg);
+
+std::uint64_t page_count(const Config& cfg);
+
+struct Stats {
+    std::uint64_t value[c_count_] = {};
+    std::uint64_t frames_used = 0;  // frames that ever held a page (never-used frames excluded)
+    std::uint64_t bytes_used = 0;   // frames_used * page size: GPU memory taken by pages
+
+    std::uint64_t operator[](Counter c) const { return value[c]; }
+};
+
+// Sums the sharded counters; `ctl` is the view's control words (for frames in use).
+Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const PagerView& v);
+
+const char* name(Admission a);
+const char* name(Eviction e);
+const char* name(Counter c);
+
+}  // namespace bardrive::umem

@@ -1,0 +1,78 @@
+// What lets one protocol source run on CPU threads and on GPU warps: the __host__ __device__
+// marker when nvcc compiles it, and 64-bit atomics with explicit ordering on both sides
+// (std::atomic_ref on the host, cuda::atomic_ref at device scope in kernels).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#define UMEM_HD __host__ __device__
+#else
+#include <atomic>
+#include <thread>
+#define UMEM_HD
+#endif
+
+namespace bardrive::umem::atom {
+
+#if defined(__CUDACC__)
+template <class T>
+using Ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
+namespace order = cuda::std;
+#else
+template <class T>
+using Ref = std::atomic_ref<T>;
+namespace order = std;
+#endif
+
+template <class T>
+UMEM_HD inline T load(T* p) {
+    return Ref<T>(*p).load(order::memory_order_acquire);
+}
+template <class T>
+UMEM_HD inline void store(T* p, T v) {
+    Ref<T>(*p).store(v, order::memory_order_release);
+}
+template <class T>
+UMEM_HD inline T fetch_add(T* p, T v) {
+    return Ref<T>(*p).fetch_add(v, order::memory_order_acq_rel);
+}
+template <class T>
+UMEM_HD inline T fetch_sub(T* p, T v) {
+    return Ref<T>(*p).fetch_sub(v, order::memory_order_acq_rel);
+}
+template <class T>
+UMEM_HD inline T fetch_or(T* p, T v) {
+    return Ref<T>(*p).fetch_or(v, order::memory_order_acq_rel);
+}
+template <class T>
+UMEM_HD inline T fetch_and(T* p, T v) {
+    return Ref<T>(*p).fetch_and(v, order::memory_order_acq_rel);
+}
+// On failure `expected` holds the current value.
+template <class T>
+UMEM_HD inline bool cas(T* p, T& expected, T desired) {
+    return Ref<T>(*p).compare_exchange_strong(expected, desired, order::memory_order_acq_rel,
+                                              order::memory_order_acquire);
+}
+// Counters need no ordering, only no lost updates.
+template <class T>
+UMEM_HD inline void count(T* p, T v) {
+    Ref<T>(*p).fetch_add(v, order::memory_order_relaxed);
+}
+template <class T>
+UMEM_HD inline T peek(T* p) {
+    return Ref<T>(*p).load(order::memory_order_relaxed);
+}
+
+// Waiting for another filler or evictor: sleep a little on the GPU, yield the core on the CPU.
+UMEM_HD inline void backoff() {
+#if defined(__CUDA_ARCH__)
+    __nanosleep(200);
+#elif !defined(__CUDACC__)
+    std::this_thread::yield();
+#endif
+}
+
+}  // namespace bardrive::umem::atom

@@ -1,0 +1,294 @@
+// The paging protocol: translation, fault, fill, eviction, write-back and prefetch over the
+// page table (pte.hpp). Everything here is header-only and __host__ __device__: CPU threads run
+// it in unit tests (standing in for warps) and GPU warps run the very same code in kernels.
+// Who copies the bytes (a memcpy, a warp's 16-byte loads, a copy-engine worker) and who takes
+// part (one thread or a whole warp) are template parameters; the decisions are made by one
+// leader and broadcast.
+//
+// Rules that make it safe without locks:
+//  - An accessor pins the page (pin count in the PTE) for as long as it touches the data. A pin
+//    on a host page keeps it from migrating (so host writes are not lost); a pin on a resident
+//    page keeps its frame from being evicted.
+//  - Only a page with no pins changes host -> migrating or resident -> evicting (one CAS).
+//  - A filler never waits: when no frame can be evicted (all pinned or in flight) it gives the
+//    page back and the access reads through host memory. So frame exhaustion cannot deadlock.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+
+#include "hd.hpp"
+#include "pte.hpp"
+
+namespace bardrive::umem {
+
+// When a miss migrates the page into a frame (measured choice in umem/README.md).
+enum class Admission : std::uint32_t {
+    migrate = 0,       // every miss migrates: best when pages are reused
+    second_touch = 1,  // first miss reads through in place, the next one migrates
+    read_through = 2,  // never migrate: zero-copy through the page table
+};
+
+// Which resident page gives its frame up.
+enum class Eviction : std::uint32_t {
+    clock = 0,   // second chance: a hit sets `referenced`, the hand clears it once
+    fifo = 1,    // the hand takes the next unpinned frame regardless of use
+    random = 2,  // the hand jumps pseudo-randomly
+};
+
+// Counters, summed over shards (shards keep GPU warps from contending on one address).
+enum Counter : unsigned {
+    c_hits,         // accesses that found the page resident
+    c_faults,       // accesses that found it not resident (fill, read-through or wait)
+    c_fills,        // pages copied into a frame on a fault
+    c_prefetches,   // pages copied into a frame ahead of a sequential stream
+    c_read_through, // accesses served from host memory in place
+    c_waits,        // accesses that waited for another filler/evictor (coalesced faults)
+    c_evictions,    // frames taken from a resident page
+    c_writebacks,   // dirty frames copied back to host memory
+    c_exhausted,    // fills abandoned because no frame could be evicted
+    c_bytes_in,     // bytes copied host -> frames
+    c_bytes_out,    // bytes copied frames -> host
+    c_count_,
+};
+inline constexpr unsigned counter_stride = 16;  // one 128-byte line per shard
+inline constexpr unsigned counter_shards = 64;
+static_assert(c_count_ <= counter_stride);
+
+inline constexpr std::uint32_t no_page = 0xffffffffu;
+
+// Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
+// GpuPager) allocates what it points to.
+struct PagerView {
+    std::uint64_t* pte;           // [pages]
+    std::uint32_t* frame_owner;   // [frames]: page held by the frame, no_page before first use
+    std::uint64_t* ctl;           // [0] next never-used frame, [16] CLOCK hand (own lines)
+    std::uint64_t* counters;      // [counter_shards * counter_stride]
+    std::byte* host;              // backing store: the data, `bytes` long
+    std::byte* frames;            // frame pool: frames << page_shift bytes
+    std::uint64_t bytes;
+    std::uint64_t pages;
+    std::uint32_t frames_n;
+    std::uint32_t page_shift;
+    Admission admission;
+    Eviction eviction;
+    std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
+
+    UMEM_HD std::uint64_t page_size() const { return 1ull << page_shift; }
+    UMEM_HD std::uint32_t page_bytes(std::uint64_t page) const {
+        std::uint64_t off = page << page_shift;
+        std::uint64_t left = bytes - off;
+        return static_cast<std::uint32_t>(left < page_size() ? left : page_size());
+    }
+    UMEM_HD std::byte* host_page(std::uint64_t page) const { return host + (page << page_shift); }
+    UMEM_HD std::byte* frame_data(std::uint32_t frame) const {
+        return frames + (static_cast<std::uint64_t>(frame) << page_shift);
+    }
+    UMEM_HD void count(unsigned shard, Counter c, std::uint64_t v = 1) const {
+        atom::count(&counters[(shard % counter_shards) * counter_stride + c], v);
+    }
+};
+
+// What the leader decided for one access.
+struct Step {
+    enum Kind : std::uint32_t { hit, host, fill, wait };
+    Kind kind;
+    std::uint32_t frame;      // hit, fill: the frame
+    std::uint32_t victim;     // fill: page evicted from `frame`, or no_page
+    std::uint32_t victim_dirty;
+};
+
+// Frame for a fill: a never-used one, else one taken from a resident page by the eviction hand.
+// The sweep is bounded (two turns of the clock), so a filler never waits for a frame.
+struct Claim {
+    std::uint32_t frame;  // max_frames = none
+    std::uint32_t victim;
+    bool victim_dirty;
+};
+
+UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
+    std::uint64_t* fresh = &v.ctl[0];
+    if (atom::peek(fresh) < v.frames_n) {
+        std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
+        if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, false};
+    }
+    std::uint64_t* hand = &v.ctl[16];
+    std::uint64_t steps = 2ull * v.frames_n + 1;
+    for (std::uint64_t i = 0; i < steps; ++i) {
+        std::uint64_t tick = atom::fetch_add(hand, std::uint64_t{1});
+        if (v.eviction == Eviction::random) tick = (tick * 0x9e3779b97f4a7c15ull) >> 17;
+        std::uint32_t f = static_cast<std::uint32_t>(tick % v.frames_n);
+        std::uint32_t page = atom::load(&v.frame_owner[f]);
+        if (page == no_page) continue;
+        std::uint64_t* slot = &v.pte[page];
+        Pte e{atom::load(slot)};
+        // The PTE is the truth: frame_owner may be stale, the PTE says whether f holds `page`.
+        if (e.state() != PageState::resident || e.frame() != f || e.pins() != 0) continue;
+        if (v.eviction == Eviction::clock && e.is(Pte::referenced)) {
+            atom::fetch_and(slot, ~Pte::referenced);
+            continue;
+        }
+        std::uint64_t expected = e.word;
+        // resident (2) -> evicting (3): +1 in the state field; pins stay 0 or the CAS fails.
+        if (atom::cas(slot, expected, e.word + 1)) {
+            v.count(shard, c_evictions);
+            return {f, page, e.is(Pte::dirty)};
+        }
+    }
+    v.count(shard, c_exhausted);
+    return {Pte::max_frames, no_page, false};
+}
+
+// Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
+UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard) {
+    assert(page < v.pages && "umem: access beyond the end of the array");
+    std::uint64_t* slot = &v.pte[page];
+    Pte e{atom::fetch_add(slot, Pte::pin_one)};
+    switch (e.state()) {
+        case PageState::resident:
+            v.count(shard, c_hits);
+            if (!e.is(Pte::referenced) && v.eviction == Eviction::clock) atom::fetch_or(slot, Pte::referenced);
+            if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
+            return {Step::hit, e.frame(), no_page, 0};
+        case PageState::host: {
+            v.count(shard, c_faults);
+            bool migrate = v.admission == Admission::migrate ||
+                           (v.admission == Admission::second_touch && e.is(Pte::touched));
+            if (!migrate) {
+                if (v.admission == Admission::second_touch) atom::fetch_or(slot, Pte::touched);
+                v.count(shard, c_read_through);
+                return {Step::host, 0, no_page, 0};  // pinned: the host copy stays authoritative
+            }
+            // Only an unpinned page migrates (our own pin is the +pin_one); else read through now.
+            std::uint64_t expected = e.word + Pte::pin_one;
+            if (e.pins() == 0 &&
+                atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating))) {
+                Claim c = claim_frame(v, shard);
+                if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
+                // No frame: back to host (migrating 1 -> host 0) keeping a pin, and read through.
+                atom::fetch_add(slot, Pte::pin_one - 1);
+            }
+            v.count(shard, c_read_through);
+            return {Step::host, 0, no_page, 0};
+        }
+        default:  // migrating or evicting: someone else is moving it; drop the pin and wait
+            atom::fetch_sub(slot, Pte::pin_one);
+            return {Step::wait, 0, no_page, 0};
+    }
+}
+
+// Evictor, after the victim's frame was written back (when dirty): the victim is host again.
+UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bool dirty, unsigned shard) {
+    if (dirty) {
+        v.count(shard, c_writebacks);
+        v.count(shard, c_bytes_out, v.page_bytes(victim));
+    }
+    // Keep the pins of accessors that are about to see `evicting` and back off, and `touched`.
+    atom::fetch_and(&v.pte[victim], Pte::pin_mask | Pte::touched);
+}
+
+// Filler, after the frame holds the page: publish it resident; `pin` keeps it for the caller.
+UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool pin,
+                                unsigned shard) {
+    atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
+    // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.
+    std::uint64_t delta = 1 + (static_cast<std::uint64_t>(frame) << Pte::frame_shift) + (pin ? Pte::pin_one : 0) +
+                          (write ? Pte::dirty : 0);
+    atom::fetch_add(&v.pte[page], delta);
+    v.count(shard, pin ? c_fills : c_prefetches);
+    v.count(shard, c_bytes_in, v.page_bytes(page));
+}
+
+UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page) {
+    atom::fetch_sub(&v.pte[page], Pte::pin_one);
+}
+
+// Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
+// stream is sequential, so the filler also claims the next pages that nobody is using.
+UMEM_HD inline bool stream_detected(const PagerView& v, std::uint64_t page) {
+    if (v.prefetch_depth == 0 || page == 0) return false;
+    return Pte{atom::load(&v.pte[page - 1])}.state() != PageState::host;
+}
+
+UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsigned shard) {
+    std::uint64_t* slot = &v.pte[page];
+    std::uint64_t expected = atom::load(slot);
+    Pte e{expected};
+    if (e.state() != PageState::host || e.pins() != 0) return {Step::wait, 0, no_page, 0};
+    if (!atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating)))
+        return {Step::wait, 0, no_page, 0};
+    Claim c = claim_frame(v, shard);
+    if (c.frame == Pte::max_frames) {
+        atom::fetch_sub(slot, std::uint64_t{1});  // migrating -> host
+        return {Step::wait, 0, no_page, 0};
+    }
+    return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
+}
+
+// The access driver: one group (a CPU thread, a GPU warp) takes a page for reading or writing.
+// Group: lane(), leader(), sync(), broadcast(uint32 from the leader), shard().
+// Mover: to_frame(group, dst, src, bytes) and to_host(group, dst, src, bytes); all lanes call them.
+// Returns the page's data (frame or host) pinned; the caller ends with release().
+template <class Group, class Mover>
+UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m) {
+    unsigned shard = g.shard();
+    bool waited = false;
+    for (;;) {
+        Step s{};
+        if (g.leader()) s = begin_access(v, page, write, shard);
+        s.kind = static_cast<Step::Kind>(g.broadcast(s.kind));
+        if (s.kind == Step::host) return v.host_page(page);
+        s.frame = g.broadcast(s.frame);
+        if (s.kind == Step::hit) return v.frame_data(s.frame);
+        if (s.kind == Step::wait) {
+            if (g.leader() && !waited) v.count(shard, c_waits);
+            waited = true;
+            atom::backoff();
+            continue;
+        }
+        s.victim = g.broadcast(s.victim);
+        s.victim_dirty = g.broadcast(s.victim_dirty);
+        std::byte* frame = v.frame_data(s.frame);
+        if (s.victim != no_page) {
+            if (s.victim_dirty) m.to_host(g, v.host_page(s.victim), frame, v.page_bytes(s.victim));
+            g.sync();
+            if (g.leader()) finish_eviction(v, s.victim, s.victim_dirty != 0, shard);
+        }
+        m.to_frame(g, frame, v.host_page(page), v.page_bytes(page));
+        g.sync();
+        if (g.leader()) finish_fill(v, page, s.frame, write, true, shard);
+        // Prefetch the next pages of a sequential stream while this one is already usable.
+        std::uint32_t depth = 0;
+        if (g.leader() && stream_detected(v, page)) depth = v.prefetch_depth;
+        depth = g.broadcast(depth);
+        for (std::uint64_t q = page + 1; q <= page + depth && q < v.pages; ++q) {
+            Step p{};
+            if (g.leader()) p = begin_prefetch(v, q, shard);
+            p.kind = static_cast<Step::Kind>(g.broadcast(p.kind));
+            if (p.kind != Step::fill) break;
+            p.frame = g.broadcast(p.frame);
+            p.victim = g.broadcast(p.victim);
+            p.victim_dirty = g.broadcast(p.victim_dirty);
+            std::byte* pf = v.frame_data(p.frame);
+            if (p.victim != no_page) {
+                if (p.victim_dirty) m.to_host(g, v.host_page(p.victim), pf, v.page_bytes(p.victim));
+                g.sync();
+                if (g.leader()) finish_eviction(v, p.victim, p.victim_dirty != 0, shard);
+            }
+            m.to_frame(g, pf, v.host_page(q), v.page_bytes(q));
+            g.sync();
+            if (g.leader()) finish_fill(v, q, p.frame, false, false, shard);
+        }
+        return frame;
+    }
+}
+
+// Ends an access: every lane's reads and writes of the data happen before the pin is dropped.
+template <class Group>
+UMEM_HD inline void release(const PagerView& v, std::uint64_t page, Group& g) {
+    g.sync();
+    if (g.leader()) end_access(v, page);
+}
+
+}  // namespace bardrive::umem

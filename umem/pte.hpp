@@ -1,0 +1,52 @@
+// The page-table entry: one 64-bit word per page, read and written with atomics by CPU threads
+// (unit tests, the policy simulation) and by GPU warps alike. It is a device-visible layout:
+// the word lives in GPU memory when a kernel runs the protocol, so its bits are fixed here and
+// checked below.
+#pragma once
+
+#include <cstdint>
+
+#include "hd.hpp"
+
+namespace bardrive::umem {
+
+// Where a page's data is. Transitions (pager.hpp runs them):
+//   host --(one filler wins a CAS, no pins)--> migrating --(frame filled)--> resident
+//   resident --(CLOCK picks it, no pins)--> evicting --(written back if dirty)--> host
+enum class PageState : std::uint64_t {
+    host = 0,       // only in host memory; accessors may read or write it there (pinned)
+    migrating = 1,  // one filler owns it and is copying it into a frame; others wait
+    resident = 2,   // in GPU frame `frame()`; accessors pin it and use the frame
+    evicting = 3,   // leaving its frame; others wait until it is host again
+};
+
+struct Pte {
+    std::uint64_t word;
+
+    // Bit layout of `word`.
+    static constexpr std::uint64_t state_mask = 0x3;           // bits 0-1: PageState
+    static constexpr std::uint64_t dirty = 1ull << 2;          // written while resident
+    static constexpr std::uint64_t referenced = 1ull << 3;     // hit since the CLOCK hand passed
+    static constexpr std::uint64_t touched = 1ull << 4;        // read through once (second-touch admission)
+    static constexpr unsigned pin_shift = 8;                   // bits 8-31: accessors using the data now
+    static constexpr std::uint64_t pin_one = 1ull << pin_shift;
+    static constexpr std::uint64_t pin_mask = 0xffffffull << pin_shift;
+    static constexpr unsigned frame_shift = 32;                // bits 32-63: frame, when resident/evicting
+    static constexpr std::uint64_t frame_mask = 0xffffffffull << frame_shift;
+    static constexpr std::uint32_t max_frames = 0xffffffffu;
+
+    UMEM_HD constexpr PageState state() const { return static_cast<PageState>(word & state_mask); }
+    UMEM_HD constexpr std::uint32_t frame() const { return static_cast<std::uint32_t>(word >> frame_shift); }
+    UMEM_HD constexpr std::uint32_t pins() const { return static_cast<std::uint32_t>((word & pin_mask) >> pin_shift); }
+    UMEM_HD constexpr bool is(std::uint64_t flag) const { return (word & flag) != 0; }
+};
+
+// The fields must not overlap and must fill exactly one 64-bit word: a GPU kernel and the host
+// read the same bytes, and single 64-bit atomics must cover the whole entry.
+static_assert(sizeof(Pte) == 8 && alignof(Pte) == 8, "a PTE is one atomically updated 64-bit word");
+static_assert((Pte::state_mask & (Pte::dirty | Pte::referenced | Pte::touched | Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert(((Pte::dirty | Pte::referenced | Pte::touched) & (Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert((Pte::pin_mask & Pte::frame_mask) == 0);
+static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);
+
+}  // namespace bardrive::umem
