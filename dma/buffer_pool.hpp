@@ -1,0 +1,48 @@
+// dma::BufferPool: fixed-size DMA buffers (packet buffers, rings) with O(1) alloc/free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "mapping.hpp"
+#include "memory.hpp"
+
+namespace bardrive::dma {
+
+// `count` buffers of `buffer_size` bytes (stride rounded up to 64 bytes) carved from one
+// dma::Memory mapped once into the domain. Construction throws; alloc()/free()/at() never throw or
+// allocate (a preallocated free stack). Buffer::index identifies a buffer for free() and lets
+// completion paths find a buffer from a descriptor slot. One owner at a time (not thread-safe).
+class BufferPool {
+public:
+    struct Buffer {
+        std::byte* data = nullptr;
+        std::uint64_t iova = 0;
+        std::uint32_t index = 0;
+    };
+
+    BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t buffer_size, std::uint32_t count,
+               const MemoryOptions& options = {});
+
+    bool alloc(Buffer& out) noexcept;            // false when the pool is empty
+    void free(std::uint32_t index) noexcept;     // index from a Buffer this pool gave out
+    Buffer at(std::uint32_t index) const noexcept;
+
+    std::size_t buffer_size() const noexcept { return buffer_size_; }
+    std::size_t stride() const noexcept { return stride_; }
+    std::uint32_t count() const noexcept { return count_; }
+    std::uint32_t available() const noexcept { return static_cast<std::uint32_t>(top_); }
+    const Mapping& mapping() const noexcept { return mapping_; }
+
+private:
+    Memory memory_;
+    Mapping mapping_;  // declared after memory_: unmapped from the IOMMU before the memory goes
+    std::size_t buffer_size_;
+    std::size_t stride_;
+    std::uint32_t count_;
+    std::vector<std::uint32_t> free_;  // stack of free indices; capacity fixed at construction
+    std::size_t top_ = 0;
+};
+
+}  // namespace bardrive::dma

@@ -1,0 +1,39 @@
+// dma::IovaAllocator: hands out I/O virtual addresses inside an IOMMU domain's usable ranges.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "../vfio/domain.hpp"
+
+namespace bardrive::dma {
+
+// First-fit allocator over a set of inclusive ranges (vfio::Domain::iova_ranges()), with
+// power-of-two alignment, no overlap, and free + coalesce so freed space is reused.
+// IOVA 0 is never handed out (a zero IOVA in a descriptor is almost always a bug).
+// allocate()/reserve()/free() throw bardrive::Error on bad input (unaligned, outside the ranges,
+// double free); try_allocate() returns nullopt when nothing fits. Set-up path (it allocates);
+// not thread-safe.
+class IovaAllocator {
+public:
+    IovaAllocator() = default;
+    explicit IovaAllocator(const std::vector<vfio::IovaRange>& ranges);
+    explicit IovaAllocator(const vfio::Domain& domain) : IovaAllocator(domain.iova_ranges()) {}
+
+    std::uint64_t allocate(std::uint64_t size, std::uint64_t align = 4096);
+    std::optional<std::uint64_t> try_allocate(std::uint64_t size, std::uint64_t align = 4096);
+    void reserve(std::uint64_t iova, std::uint64_t size);  // take a fixed range; must be free
+    void free(std::uint64_t iova, std::uint64_t size);     // exactly a range allocate/reserve gave
+
+    std::uint64_t free_bytes() const noexcept;
+    bool in_ranges(std::uint64_t iova, std::uint64_t size) const noexcept;  // inside one usable range
+
+private:
+    std::vector<vfio::IovaRange> ranges_;
+    std::map<std::uint64_t, std::uint64_t> free_;  // start -> last (inclusive), disjoint, coalesced
+    std::map<std::uint64_t, std::uint64_t> used_;  // start -> size
+};
+
+}  // namespace bardrive::dma

@@ -1,0 +1,31 @@
+// Internal: what an IOMMU backend implements behind vfio::Domain. type1.cpp is the container/group
+// backend; an iommufd/cdev backend adds a file implementing the same class.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/fd.hpp"
+#include "pci/bdf.hpp"
+#include "vfio/domain.hpp"
+
+namespace bardrive::vfio::detail {
+
+class DomainBackend {
+public:
+    virtual ~DomainBackend() = default;
+    virtual Backend kind() const noexcept = 0;
+    // Joins the device's group (type1) or binds its cdev (iommufd); returns the device fd.
+    virtual UniqueFd attach(const pci::Bdf& bdf) = 0;
+    virtual bool ready() const noexcept = 0;  // an IOMMU is set up (a device is attached)
+    virtual const std::vector<IovaRange>& iova_ranges() const noexcept = 0;
+    virtual std::uint64_t page_sizes() const noexcept = 0;
+    // Raw kernel calls; Domain has already checked ranges and overlaps. Return 0 or an errno.
+    virtual int map(const void* vaddr, std::uint64_t iova, std::uint64_t size, bool writable) noexcept = 0;
+    virtual int unmap(std::uint64_t iova, std::uint64_t size) noexcept = 0;
+};
+
+std::unique_ptr<DomainBackend> make_type1();
+
+}  // namespace bardrive::vfio::detail

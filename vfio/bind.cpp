@@ -1,0 +1,154 @@
+#include "vfio/bind.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "core/error.hpp"
+#include "core/file.hpp"
+#include "core/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace bardrive::vfio {
+
+namespace {
+
+std::string state_file(const BindOptions& o, const pci::Bdf& b) { return o.state_dir + "/" + b.str() + ".driver"; }
+
+std::string describe(const Sysfs& sys, const pci::Bdf& b) {
+    std::string drv = sys.driver(b);
+    std::string s = b.str() + " (" + (drv.empty() ? "no driver" : drv);
+    auto nets = sys.net_interfaces(b);
+    for (std::size_t i = 0; i < nets.size(); ++i) s += (i == 0 ? ", interfaces " : " ") + nets[i];
+    return s + ")";
+}
+
+bool any_interface_up(const Sysfs& sys, const pci::Bdf& b) {
+    for (const auto& n : sys.net_interfaces(b))
+        if (n.find("(up)") != std::string::npos) return true;
+    return false;
+}
+
+std::string join(const std::vector<pci::Bdf>& v) {
+    std::string s;
+    for (const auto& b : v) s += (s.empty() ? "" : " ") + b.str();
+    return s;
+}
+
+void require_device(const Sysfs& sys, const pci::Bdf& b, const char* op) {
+    if (!sys.exists(b))
+        throw Error(op, b.str(), "no such PCI device", "'bardrive bind --list' lists the devices present");
+}
+
+}  // namespace
+
+std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& devices, const BindOptions& options) {
+    const std::string vfio_dir = sys.root() + "/bus/pci/drivers/vfio-pci";
+    std::error_code ec;
+    if (!fs::exists(vfio_dir, ec))
+        throw Error("bind to vfio-pci", join(devices), "the vfio-pci driver is not loaded (" + vfio_dir + " is missing)",
+                    "run 'modprobe vfio-pci'; if that fails the kernel lacks VFIO or the IOMMU is off (intel_iommu=on)");
+    std::set<pci::Bdf> wanted(devices.begin(), devices.end());
+    // Check everything before touching anything.
+    for (const auto& b : devices) {
+        require_device(sys, b, "bind to vfio-pci");
+        if (!options.force && sys.driver(b) != "vfio-pci" && any_interface_up(sys, b))
+            throw Error("bind to vfio-pci", describe(sys, b), "a network interface of it is up and may be in use",
+                        "take it down first ('ip link set DEV down'), or pass --force");
+        auto group = sys.iommu_group(b);
+        if (!group)
+            throw Error("bind to vfio-pci", b.str(), "has no IOMMU group: the IOMMU is off",
+                        "enable VT-d / AMD-Vi in the firmware and boot with intel_iommu=on (or amd_iommu=on)");
+        std::vector<pci::Bdf> in_use;
+        for (const auto& m : sys.group_members(*group))
+            if (!wanted.count(m) && !driver_keeps_group_viable(sys.driver(m))) in_use.push_back(m);
+        if (!in_use.empty()) {
+            std::string who;
+            for (const auto& m : in_use) who += (who.empty() ? "" : ", ") + describe(sys, m);
+            std::vector<pci::Bdf> all(wanted.begin(), wanted.end());
+            all.insert(all.end(), in_use.begin(), in_use.end());
+            std::sort(all.begin(), all.end());
+            throw Error("bind to vfio-pci", b.str(),
+                        "IOMMU group " + std::to_string(*group) + " also holds " + who +
+                            ", which a driver is using; binding without it leaves the group not viable for VFIO",
+                        "bind the whole group ('bardrive bind " + join(all) + "') or release those devices first");
+        }
+    }
+    std::vector<std::string> done;
+    for (const auto& b : devices) {
+        const std::string dir = sys.device_dir(b);
+        std::string old = sys.driver(b);
+        if (old == "vfio-pci") {
+            done.push_back(b.str() + ": already bound to vfio-pci");
+            continue;
+        }
+        if (!old.empty()) {
+            fs::create_directories(options.state_dir, ec);
+            if (ec) throw Error("create state directory", options.state_dir, ec.message());
+            file::write_text(state_file(options, b), old + "\n");
+        }
+        file::write_text(dir + "/driver_override", "vfio-pci");
+        if (!old.empty()) file::write_text(dir + "/driver/unbind", b.str());
+        file::write_text(sys.root() + "/bus/pci/drivers_probe", b.str());
+        std::string now = sys.driver(b);
+        if (now != "vfio-pci")
+            throw Error("bind to vfio-pci", b.str(),
+                        "vfio-pci did not take the device (its driver is now " + (now.empty() ? std::string("none") : now) + ")",
+                        "check 'dmesg' for vfio-pci's reason; 'bardrive unbind --restore " + b.str() + "' gives it back");
+        done.push_back(b.str() + ": " + (old.empty() ? std::string("no driver") : old) + " -> vfio-pci");
+    }
+    return done;
+}
+
+std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& devices, bool restore,
+                                const BindOptions& options) {
+    std::map<pci::Bdf, std::string> previous;
+    for (const auto& b : devices) {
+        require_device(sys, b, "unbind from vfio-pci");
+        std::string drv = sys.driver(b);
+        if (!drv.empty() && drv != "vfio-pci")
+            throw Error("unbind from vfio-pci", b.str(), "is bound to " + drv + ", not vfio-pci", "nothing to undo");
+        if (restore) {
+            auto saved = file::try_read_text(state_file(options, b));
+            if (!saved || saved->empty())
+                throw Error("restore driver of", b.str(), "no previous driver remembered in " + state_file(options, b),
+                            "bardrive bind was not used for it (or /run was cleared); bind a driver by hand: "
+                            "echo " + b.str() + " > /sys/bus/pci/drivers/DRIVER/bind");
+            previous[b] = *saved;
+        }
+    }
+    std::vector<std::string> done;
+    for (const auto& b : devices) {
+        const std::string dir = sys.device_dir(b);
+        file::write_text(dir + "/driver_override", "\n");  // a lone newline clears the override
+        if (sys.driver(b) == "vfio-pci") file::write_text(dir + "/driver/unbind", b.str());
+        if (!restore) {
+            done.push_back(b.str() + ": vfio-pci -> no driver");
+            continue;
+        }
+        const std::string& drv = previous[b];
+        file::write_text(sys.root() + "/bus/pci/drivers/" + drv + "/bind", b.str());
+        std::string now = sys.driver(b);
+        if (now != drv)
+            throw Error("restore driver of", b.str(), drv + " did not take the device back", "check 'dmesg'");
+        std::error_code ec;
+        fs::remove(state_file(options, b), ec);
+        done.push_back(b.str() + ": vfio-pci -> " + drv);
+    }
+    return done;
+}
+
+std::vector<BindingRow> list_bindings(const Sysfs& sys, const BindOptions& options) {
+    std::vector<BindingRow> rows;
+    for (const auto& b : sys.devices())
+        rows.push_back({b, sys.ids(b), sys.driver(b), sys.iommu_group(b),
+                        file::try_read_text(state_file(options, b)).value_or("")});
+    return rows;
+}
+
+}  // namespace bardrive::vfio

@@ -1,0 +1,128 @@
+#include "vfio/domain.hpp"
+
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "vfio/backend.hpp"
+
+namespace bardrive::vfio {
+
+namespace detail {
+// What every backend shares: the set of open devices and the table of live mappings, so errors can
+// name the mapping an overlapping request collides with.
+struct DomainState {
+    std::set<pci::Bdf> devices;
+    std::map<std::uint64_t, std::uint64_t> mappings;  // iova -> size
+};
+}  // namespace detail
+
+namespace {
+
+std::string hex_range(std::uint64_t iova, std::uint64_t size) {
+    return log::concat("IOVA 0x", std::hex, iova, "-0x", iova + size - 1);
+}
+
+std::string ranges_text(const std::vector<IovaRange>& ranges) {
+    std::string s;
+    for (const auto& r : ranges) s += log::concat(s.empty() ? "" : ", ", "0x", std::hex, r.first, "-0x", r.last);
+    return s;
+}
+
+std::unique_ptr<detail::DomainBackend> make(Backend backend) {
+    switch (backend) {
+        case Backend::type1: return detail::make_type1();
+    }
+    throw Error("open IOMMU domain", "", "unknown backend");
+}
+
+}  // namespace
+
+Domain::Domain() : Domain(Backend::type1) {}
+Domain::Domain(Backend backend) : impl_(make(backend)), state_(std::make_unique<detail::DomainState>()) {}
+
+Domain::~Domain() {
+    auto& st = *state_;
+    if (!st.devices.empty()) log::warn("IOMMU domain closed while ", st.devices.size(), " device(s) are still open");
+    // Closing the container drops every mapping in the kernel; live dma::Mappings would dangle.
+    if (!st.mappings.empty()) log::warn("IOMMU domain closed with ", st.mappings.size(), " DMA mapping(s) still live");
+}
+
+Backend Domain::backend() const noexcept { return impl_->kind(); }
+
+const std::vector<IovaRange>& Domain::iova_ranges() const {
+    if (!impl_->ready())
+        throw Error("read IOVA ranges of IOMMU domain", "", "no device is attached yet",
+                    "open a device in the domain first (vfio::Device::open): the kernel sets the IOMMU up then");
+    return impl_->iova_ranges();
+}
+
+std::uint64_t Domain::page_sizes() const {
+    iova_ranges();  // same precondition, same error
+    return impl_->page_sizes();
+}
+
+std::size_t Domain::device_count() const noexcept { return state_->devices.size(); }
+
+void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access access) {
+    const std::string what = hex_range(iova, size == 0 ? 1 : size);
+    if (!impl_->ready())
+        throw Error("map DMA", what, "no device is attached to the domain yet",
+                    "open a device first: the kernel sets the IOMMU up when the first group joins");
+    constexpr std::uint64_t page = 4096;
+    auto va = reinterpret_cast<std::uintptr_t>(vaddr);
+    if (size == 0 || size % page != 0 || iova % page != 0 || va % page != 0)
+        throw Error("map DMA", what, log::concat("vaddr 0x", std::hex, va, ", iova and size 0x", size, " must be non-zero multiples of 4 KiB"),
+                    "allocate with dma::Memory and take IOVAs from dma::IovaAllocator");
+    if (iova + size - 1 < iova) throw Error("map DMA", what, "the range wraps around the address space");
+    bool inside = false;
+    for (const auto& r : impl_->iova_ranges()) inside |= iova >= r.first && iova + size - 1 <= r.last;
+    if (!inside)
+        throw Error("map DMA", what, "outside the IOMMU's usable IOVA ranges (" + ranges_text(impl_->iova_ranges()) + ")",
+                    "take IOVAs from dma::IovaAllocator, which only hands out usable ones");
+    auto& maps = state_->mappings;
+    auto next = maps.lower_bound(iova);
+    if (next != maps.end() && next->first < iova + size)
+        throw Error("map DMA", what, "overlaps the existing mapping " + hex_range(next->first, next->second),
+                    "unmap that first or use another IOVA");
+    if (next != maps.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second > iova)
+            throw Error("map DMA", what, "overlaps the existing mapping " + hex_range(prev->first, prev->second),
+                        "unmap that first or use another IOVA");
+    }
+    if (int err = impl_->map(vaddr, iova, size, access == Access::read_write)) {
+        std::string hint;
+        if (err == ENOMEM) hint = "pinning hit the locked-memory limit: raise 'ulimit -l' (memlock) or run as root";
+        else if (err == EFAULT) hint = "the memory is not mapped in this process or cannot be pinned";
+        else if (err == EEXIST) hint = "the kernel already has a mapping there";
+        throw Error::from_errno("map DMA", log::concat(what, " (vaddr 0x", std::hex, va, ")"), err, hint);
+    }
+    maps.emplace(iova, size);
+    log::debug("mapped ", what);
+}
+
+void Domain::unmap(std::uint64_t iova, std::size_t size) {
+    const std::string what = hex_range(iova, size == 0 ? 1 : size);
+    auto& maps = state_->mappings;
+    auto it = maps.find(iova);
+    if (it == maps.end() || it->second != size)
+        throw Error("unmap DMA", what, "no mapping with exactly this IOVA and size", "unmap what map() mapped");
+    if (int err = impl_->unmap(iova, size)) throw Error::from_errno("unmap DMA", what, err);
+    maps.erase(it);
+}
+
+UniqueFd Domain::attach(const pci::Bdf& bdf) {
+    auto& devs = state_->devices;
+    if (devs.count(bdf))
+        throw Error("open device", bdf.str(), "already open in this domain", "use the vfio::Device you have");
+    UniqueFd fd = impl_->attach(bdf);
+    devs.insert(bdf);
+    return fd;
+}
+
+void Domain::detach(const pci::Bdf& bdf) noexcept { state_->devices.erase(bdf); }
+
+}  // namespace bardrive::vfio

@@ -1,0 +1,70 @@
+// vfio::Domain: one IOMMU address space that devices share and DMA mappings live in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/fd.hpp"
+#include "../pci/bdf.hpp"
+
+namespace bardrive::vfio {
+
+// An inclusive range of I/O virtual addresses the IOMMU can translate.
+struct IovaRange {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;  // inclusive
+    bool operator==(const IovaRange&) const = default;
+};
+
+// Which kernel interface backs a Domain. Callers never branch on it; it is reported for logs.
+enum class Backend {
+    type1,  // /dev/vfio/vfio container + /dev/vfio/GROUP, VFIO_TYPE1v2_IOMMU
+};
+
+enum class Access { read_write, read_only };  // what the device may do to mapped memory
+
+class Device;
+
+namespace detail {
+class DomainBackend;  // the per-backend operations (type1 container today; iommufd later)
+struct DomainState;   // open devices and live mappings, whatever the backend
+}
+
+// An IOMMU domain: devices are attached with vfio::Device::open(domain, bdf); several devices may
+// share it (they then see the same IOVA space, e.g. NIC A and NIC B both reach a peer window).
+// - map()/unmap(): DMA mappings; map() rejects an IOVA range outside iova_ranges() and one that
+//   overlaps an existing mapping with a clear error naming both; unmap() takes exactly a range
+//   that map() made.
+// - iova_ranges(), page_sizes(): what the kernel reports once the first device is attached (the
+//   type1 IOMMU is set when the first group joins); before that they throw.
+// Not copyable or movable (devices and mappings refer to it): keep it in place or in a unique_ptr,
+// and let it outlive the devices and mappings made in it.
+class Domain {
+public:
+    Domain();  // the best backend this kernel has (type1 today)
+    explicit Domain(Backend backend);
+    ~Domain();
+    Domain(const Domain&) = delete;
+    Domain& operator=(const Domain&) = delete;
+
+    Backend backend() const noexcept;
+    const std::vector<IovaRange>& iova_ranges() const;
+    std::uint64_t page_sizes() const;  // bitmap: bit n set = 2^n-byte IOMMU pages supported
+    std::size_t device_count() const noexcept;
+
+    void map(const void* vaddr, std::uint64_t iova, std::size_t size, Access access = Access::read_write);
+    void unmap(std::uint64_t iova, std::size_t size);
+
+private:
+    friend class Device;
+    UniqueFd attach(const pci::Bdf& bdf);  // the device's fd; its group joins this domain
+    void detach(const pci::Bdf& bdf) noexcept;
+
+    std::unique_ptr<detail::DomainBackend> impl_;
+    std::unique_ptr<detail::DomainState> state_;
+};
+
+}  // namespace bardrive::vfio
