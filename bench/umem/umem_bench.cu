@@ -1,0 +1,692 @@
+// bench/umem: umem against zero-copy, CUDA UVM and an explicit cudaMemcpy, same GPU, same data,
+// same run. Workloads: random 4 KiB gathers (first and repeated pass), a hot set, a sequential
+// scan and BFS on an RMAT graph; umem with its frame pool at 100%, 50% and 25% of the data.
+// Every result is checked against the CPU. Prints a table of useful GB/s and ratios.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "graph.hpp"
+#include "umem/gpu.cuh"
+#include "umem/gpu_pager.hpp"
+
+namespace bardrive::umem {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kPageWords = kPage / 8;
+
+void ck(cudaError_t rc, const char* what) {
+    if (rc != cudaSuccess) throw Error("umem-bench", what, cudaGetErrorString(rc));
+}
+
+// The data: word i holds mix(i), so any word can be checked without reading it back.
+__host__ __device__ inline std::uint64_t mix(std::uint64_t i) {
+    std::uint64_t z = i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
+}
+
+unsigned host_threads() {
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+template <class F>
+void parallel_for(std::uint64_t n, F f) {
+    unsigned t = host_threads();
+    std::vector<std::thread> ts;
+    for (unsigned k = 0; k < t; ++k)
+        ts.emplace_back([&, k] {
+            for (std::uint64_t i = n * k / t; i < n * (k + 1) / t; ++i) f(i);
+        });
+    for (auto& x : ts) x.join();
+}
+
+std::uint64_t page_sum(std::uint64_t page) {
+    std::uint64_t s = 0;
+    for (std::uint64_t w = 0; w < kPageWords; ++w) s += mix(page * kPageWords + w);
+    return s;
+}
+
+// ---- where a kernel's pages come from ------------------------------------------------------
+
+// Memory the GPU reads directly: zero-copy host memory, UVM, or device memory.
+struct Direct {
+    const std::byte* base;
+    __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
+    __device__ void release(std::uint64_t) const {}
+};
+
+// Through umem's page table.
+struct Paged {
+    Array<std::uint64_t> a;
+    __device__ const std::byte* acquire(std::uint64_t page) const {
+        return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
+    }
+    __device__ void release(std::uint64_t page) const { a.warp_release(page); }
+};
+
+__device__ inline std::uint64_t warp_sum(std::uint64_t s) {
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+__device__ inline std::uint64_t warp_id() { return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5; }
+__device__ inline std::uint64_t warp_count() { return (gridDim.x * static_cast<std::uint64_t>(blockDim.x)) >> 5; }
+
+// One warp per 4 KiB gather: 16-byte loads, eight in flight per lane.
+template <class Src>
+__global__ void gather_kernel(Src src, const std::uint32_t* idx, std::uint64_t n, std::uint64_t* sums) {
+    unsigned lane = threadIdx.x & 31;
+    for (std::uint64_t g = warp_id(); g < n; g += warp_count()) {
+        std::uint64_t page = idx[g];
+        const std::byte* p = src.acquire(page);
+        uint4 x[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
+        std::uint64_t s = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            s += (static_cast<std::uint64_t>(x[k].y) << 32 | x[k].x) + (static_cast<std::uint64_t>(x[k].w) << 32 | x[k].z);
+        src.release(page);
+        s = warp_sum(s);
+        if (lane == 0) sums[g] = s;
+    }
+}
+
+// Sequential scan: warp w reads pages w, w + warps, ... so the whole GPU walks the data in order.
+template <class Src>
+__global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* total) {
+    unsigned lane = threadIdx.x & 31;
+    std::uint64_t s = 0;
+    for (std::uint64_t page = warp_id(); page < pages; page += warp_count()) {
+        const std::byte* p = src.acquire(page);
+        uint4 x[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            s += (static_cast<std::uint64_t>(x[k].y) << 32 | x[k].x) + (static_cast<std::uint64_t>(x[k].w) << 32 | x[k].z);
+        src.release(page);
+    }
+    s = warp_sum(s);
+    if (lane == 0) atomicAdd(total, static_cast<unsigned long long>(s));
+}
+
+// One BFS level, top down, one warp per frontier vertex. Row offsets (u64) and neighbours (u32)
+// both come through their sources page by page.
+template <class Src>
+__device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
+    std::uint64_t page = v / kPageWords;
+    const std::byte* p = row.acquire(page);
+    std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % kPageWords);
+    row.release(page);
+    return x;
+}
+
+template <class Src>
+__global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std::uint32_t fsize, std::uint32_t* next,
+                           std::uint32_t* next_size, std::int32_t* level, std::int32_t depth) {
+    unsigned lane = threadIdx.x & 31;
+    constexpr std::uint64_t per_page = kPage / 4;
+    for (std::uint64_t i = warp_id(); i < fsize; i += warp_count()) {
+        std::uint32_t v = frontier[i];
+        std::uint64_t begin = row_at(row, v), end = row_at(row, v + 1);
+        for (std::uint64_t e = begin; e < end;) {
+            std::uint64_t page = e / per_page;
+            std::uint64_t stop = std::min(end, (page + 1) * per_page);
+            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(page));
+            for (std::uint64_t k = e + lane; k < stop; k += 32) {
+                std::uint32_t u = load_cg(p + k % per_page);
+                if (atomicCAS(&level[u], -1, depth) == -1) next[atomicAdd(next_size, 1u)] = u;
+            }
+            col.release(page);
+            e = stop;
+        }
+    }
+}
+
+// ---- timing and results ----------------------------------------------------------------------
+
+struct Events {
+    cudaEvent_t a, b;
+    Events() {
+        ck(cudaEventCreate(&a), "event");
+        ck(cudaEventCreate(&b), "event");
+    }
+    ~Events() {
+        cudaEventDestroy(a);
+        cudaEventDestroy(b);
+    }
+    template <class F>
+    double time_ms(F f) {
+        ck(cudaEventRecord(a), "event record");
+        f();
+        ck(cudaEventRecord(b), "event record");
+        ck(cudaEventSynchronize(b), "kernel");
+        ck(cudaGetLastError(), "kernel launch");
+        float ms = 0;
+        ck(cudaEventElapsedTime(&ms, a, b), "elapsed");
+        return ms;
+    }
+};
+
+struct Row {
+    std::string workload, pass, method, pool;
+    double ms;
+    double useful_bytes;
+    bool ok;
+    std::string note;
+    double gbps() const { return useful_bytes / (ms * 1e6); }
+};
+
+std::vector<Row> results;
+FILE* detail = nullptr;  // full log: every row and every pager's counters
+
+void record(Row r) {
+    std::printf("  %-9s %-6s %-34s %-5s %9.2f ms %8.2f GB/s %s %s\n", r.workload.c_str(), r.pass.c_str(),
+                r.method.c_str(), r.pool.c_str(), r.ms, r.gbps(), r.ok ? "ok" : "WRONG", r.note.c_str());
+    std::fflush(stdout);
+    if (detail)
+        std::fprintf(detail, "| %s | %s | %s | %s | %.3f | %.2f | %s | %s |\n", r.workload.c_str(), r.pass.c_str(),
+                     r.method.c_str(), r.pool.c_str(), r.ms, r.gbps(), r.ok ? "ok" : "WRONG", r.note.c_str());
+    results.push_back(std::move(r));
+}
+
+std::string stats_note(const Stats& s) {
+    return log::concat("hits ", s[c_hits], " faults ", s[c_faults], " fills ", s[c_fills], " prefetch ",
+                       s[c_prefetches], " read-through ", s[c_read_through], " waits ", s[c_waits], " evict ",
+                       s[c_evictions], " wb ", s[c_writebacks], " exhausted ", s[c_exhausted], " in ",
+                       s[c_bytes_in] >> 20, " MiB used ", s.bytes_used >> 20, " MiB");
+}
+
+// ---- the bench -------------------------------------------------------------------------------
+
+struct Options {
+    std::uint64_t gib = 8;
+    std::uint64_t gathers = 131072;
+    unsigned bfs_scale = 22;
+    std::vector<unsigned> pools{100, 50, 25};
+    std::string only;  // one workload, or all
+    bool uvm = true;
+    std::string detail_path;
+};
+
+struct Launch {
+    unsigned blocks, threads = 256;
+};
+
+template <class T>
+struct DeviceBuf {
+    T* p = nullptr;
+    explicit DeviceBuf(std::uint64_t n) { ck(cudaMalloc(&p, std::max<std::uint64_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+    ~DeviceBuf() { cudaFree(p); }
+    DeviceBuf(const DeviceBuf&) = delete;
+};
+
+struct HostPinned {
+    std::byte* p = nullptr;
+    std::uint64_t bytes;
+    explicit HostPinned(std::uint64_t n) : bytes(n) {
+        ck(cudaHostAlloc(reinterpret_cast<void**>(&p), n, cudaHostAllocMapped), "cudaHostAlloc (pinned, mapped)");
+    }
+    ~HostPinned() { cudaFreeHost(p); }
+    HostPinned(const HostPinned&) = delete;
+};
+
+struct Managed {
+    std::byte* p = nullptr;
+    std::uint64_t bytes;
+    explicit Managed(std::uint64_t n) : bytes(n) {
+        std::size_t free_b = 0, total_b = 0;
+        ck(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+        // The shared GPU must never be oversubscribed with managed memory (it can hang it).
+        if (n + (2ull << 30) > free_b)
+            throw Error("umem-bench: UVM baseline", log::concat(n >> 20, " MiB managed"),
+                        log::concat("only ", free_b >> 20, " MiB free on the GPU"), "run with a smaller --gib");
+        ck(cudaMallocManaged(reinterpret_cast<void**>(&p), n), "cudaMallocManaged");
+    }
+    ~Managed() { cudaFree(p); }
+    Managed(const Managed&) = delete;
+    // Data back on the host, no advice: the next UVM variant starts from the same state.
+    void to_host() {
+        cudaMemLocation dev{cudaMemLocationTypeDevice, 0}, host{cudaMemLocationTypeHost, 0};
+        ck(cudaMemAdvise(p, bytes, cudaMemAdviseUnsetPreferredLocation, host), "advise");
+        ck(cudaMemAdvise(p, bytes, cudaMemAdviseUnsetAccessedBy, dev), "advise");
+        ck(cudaMemPrefetchAsync(p, bytes, host, 0, 0), "prefetch to host");
+        ck(cudaDeviceSynchronize(), "prefetch to host");
+    }
+    void advise_host_accessed_by_gpu() {
+        cudaMemLocation dev{cudaMemLocationTypeDevice, 0}, host{cudaMemLocationTypeHost, 0};
+        ck(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host), "advise");
+        ck(cudaMemAdvise(p, bytes, cudaMemAdviseSetAccessedBy, dev), "advise");
+    }
+    double prefetch_to_gpu_ms(Events& ev) {
+        cudaMemLocation dev{cudaMemLocationTypeDevice, 0};
+        return ev.time_ms([&] { ck(cudaMemPrefetchAsync(p, bytes, dev, 0, 0), "prefetch to GPU"); });
+    }
+};
+
+std::string pool_name(unsigned pct) {
+    return log::concat(pct, "%");
+}
+
+Config pager_config(std::uint64_t bytes, unsigned pct, Admission adm, std::uint32_t prefetch) {
+    Config c;
+    c.bytes = bytes;
+    c.page_size = kPage;
+    c.frames = std::max<std::uint64_t>(1, (bytes / kPage) * pct / 100);
+    c.admission = adm;
+    c.prefetch_depth = prefetch;
+    return c;
+}
+
+struct UmemVariant {
+    Admission admission;
+    Engine engine;
+    std::uint32_t prefetch;
+    std::string label() const {
+        std::string s = log::concat("umem ", name(engine), " ", name(admission));
+        if (prefetch) s += log::concat(" pf", prefetch);
+        return s;
+    }
+};
+
+class Bench {
+public:
+    Bench(const Options& o) : opt_(o), bytes_(o.gib << 30), pages_(bytes_ / kPage), data_(bytes_) {
+        cudaDeviceProp prop{};
+        ck(cudaGetDeviceProperties(&prop, 0), "device properties");
+        launch_.blocks = prop.multiProcessorCount * 8;  // 64 warps per SM
+        int drv = 0;
+        cudaDriverGetVersion(&drv);
+        std::printf("GPU %s, %d SMs, driver API %d, data %llu GiB pinned+mapped, %llu gathers of 4 KiB\n", prop.name,
+                    prop.multiProcessorCount, drv, static_cast<unsigned long long>(o.gib),
+                    static_cast<unsigned long long>(o.gathers));
+        auto* w = reinterpret_cast<std::uint64_t*>(data_.p);
+        parallel_for(pages_, [&](std::uint64_t pg) {
+            for (std::uint64_t k = 0; k < kPageWords; ++k) w[pg * kPageWords + k] = mix(pg * kPageWords + k);
+        });
+    }
+
+    void run() {
+        if (want("memcpy")) memcpy_baseline();
+        if (want("gather")) gathers();
+        if (want("hotset")) hotset();
+        if (want("scan")) scan();
+        if (want("bfs")) bfs();
+    }
+
+private:
+    bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
+
+    std::vector<UmemVariant> variants(bool copy_engine) const {
+        std::vector<UmemVariant> v{{Admission::migrate, Engine::gpu_threads, 0},
+                                   {Admission::second_touch, Engine::gpu_threads, 0},
+                                   {Admission::read_through, Engine::gpu_threads, 0}};
+        if (copy_engine) v.push_back({Admission::migrate, Engine::copy_engine, 0});
+        return v;
+    }
+
+    // Pinned host -> device cudaMemcpy of all data: the PCIe bar for the scan.
+    void memcpy_baseline() {
+        DeviceBuf<std::byte> dev(bytes_);
+        double ms = ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+        record({"memcpy", "1", "cudaMemcpy pinned H2D", "-", ms, double(bytes_), true, ""});
+    }
+
+    // -- gathers: one index list, two passes (the second is pure reuse)
+    template <class Src>
+    bool check_gather(const std::vector<std::uint32_t>& idx, const std::vector<std::uint64_t>& want_sums,
+                      DeviceBuf<std::uint64_t>& sums) {
+        std::vector<std::uint64_t> got(idx.size());
+        ck(cudaMemcpy(got.data(), sums.p, got.size() * 8, cudaMemcpyDeviceToHost), "read sums");
+        return got == want_sums;
+    }
+
+    template <class Src>
+    double gather_pass(const Src& src, const DeviceBuf<std::uint32_t>& idx, std::uint64_t n, DeviceBuf<std::uint64_t>& sums) {
+        ck(cudaMemset(sums.p, 0, n * 8), "memset");
+        return ev_.time_ms([&] { gather_kernel<<<launch_.blocks, launch_.threads>>>(src, idx.p, n, sums.p); });
+    }
+
+    void gather_set(const char* workload, const std::vector<std::vector<std::uint32_t>>& passes) {
+        std::uint64_t n = passes[0].size();
+        std::vector<std::vector<std::uint64_t>> want(passes.size(), std::vector<std::uint64_t>(n));
+        for (std::size_t p = 0; p < passes.size(); ++p) parallel_for(n, [&](std::uint64_t g) { want[p][g] = page_sum(passes[p][g]); });
+        std::vector<std::unique_ptr<DeviceBuf<std::uint32_t>>> idx;
+        for (auto& pass : passes) {
+            idx.push_back(std::make_unique<DeviceBuf<std::uint32_t>>(n));
+            ck(cudaMemcpy(idx.back()->p, pass.data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
+        }
+        DeviceBuf<std::uint64_t> sums(n);
+        const double useful = double(n) * kPage;
+        auto run_passes = [&](const std::string& method, const std::string& pool, auto src, const char* note) {
+            for (std::size_t p = 0; p < passes.size(); ++p) {
+                double ms = gather_pass(src, *idx[p], n, sums);
+                bool ok = check_gather<decltype(src)>(passes[p], want[p], sums);
+                record({workload, log::concat(p + 1), method, pool, ms, useful, ok, note});
+            }
+        };
+        run_passes("zero-copy", "-", Direct{data_.p}, "");
+        {
+            DeviceBuf<std::byte> dev(bytes_);
+            double copy = ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            double ms = gather_pass(Direct{dev.p}, *idx[0], n, sums);
+            bool ok = check_gather<Direct>(passes[0], want[0], sums);
+            record({workload, "1", "cudaMemcpy all, then gather", "-", copy + ms, useful, ok,
+                    log::concat("copy ", copy, " ms + kernel ", ms, " ms")});
+            for (std::size_t p = 1; p < passes.size(); ++p) {
+                ms = gather_pass(Direct{dev.p}, *idx[p], n, sums);
+                record({workload, log::concat(p + 1), "device memory (after copy)", "-", ms, useful,
+                        check_gather<Direct>(passes[p], want[p], sums), ""});
+            }
+        }
+        if (uvm_) {
+            uvm_->to_host();
+            run_passes("UVM", "-", Direct{uvm_->p}, "");
+            uvm_->to_host();
+            uvm_->advise_host_accessed_by_gpu();
+            run_passes("UVM advise host+accessed-by", "-", Direct{uvm_->p}, "");
+            uvm_->to_host();
+            double pf = uvm_->prefetch_to_gpu_ms(ev_);
+            double ms = gather_pass(Direct{uvm_->p}, *idx[0], n, sums);
+            record({workload, "1", "UVM prefetch all, then gather", "-", pf + ms, useful,
+                    check_gather<Direct>(passes[0], want[0], sums), log::concat("prefetch ", pf, " ms")});
+            uvm_->to_host();
+        }
+        for (unsigned pct : opt_.pools)
+            for (const UmemVariant& v : variants(std::string(workload) == "gather")) {
+                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch), data_.p, v.engine);
+                Paged src{Array<std::uint64_t>(pager.view(), pager.ring())};
+                for (std::size_t p = 0; p < passes.size(); ++p) {
+                    double ms = gather_pass(src, *idx[p], n, sums);
+                    bool ok = check_gather<Paged>(passes[p], want[p], sums);
+                    record({workload, log::concat(p + 1), v.label(), pool_name(pct), ms, useful, ok,
+                            p + 1 == passes.size() ? stats_note(pager.stats()) : ""});
+                }
+            }
+    }
+
+    void ensure_uvm() {
+        if (!opt_.uvm || uvm_) return;
+        try {
+            uvm_ = std::make_unique<Managed>(bytes_);
+            std::memcpy(uvm_->p, data_.p, bytes_);
+        } catch (const Error& e) {
+            std::printf("UVM baselines skipped: %s\n", e.what());
+            uvm_.reset();
+            opt_.uvm = false;
+        }
+    }
+
+    void gathers() {
+        ensure_uvm();
+        std::mt19937_64 rng(42);
+        std::vector<std::uint32_t> idx(opt_.gathers);
+        for (auto& x : idx) x = static_cast<std::uint32_t>(rng() % pages_);
+        gather_set("gather", {idx, idx});
+    }
+
+    // 90% of the gathers fall in a hot set of 1/32 of the data, a fresh random draw each pass.
+    void hotset() {
+        ensure_uvm();
+        std::mt19937_64 rng(7);
+        std::uint64_t hot = std::max<std::uint64_t>(1, pages_ / 32);
+        std::vector<std::vector<std::uint32_t>> passes(3, std::vector<std::uint32_t>(opt_.gathers));
+        for (auto& pass : passes)
+            for (auto& x : pass) {
+                std::uint64_t hot_page = (rng() % hot) * 32;  // spread over the data, one page in 32
+                x = static_cast<std::uint32_t>(rng() % 10 < 9 ? hot_page : rng() % pages_);
+            }
+        gather_set("hotset", passes);
+    }
+
+    void scan() {
+        ensure_uvm();
+        unsigned long long want = 0;
+        {
+            std::vector<std::uint64_t> part(host_threads());
+            unsigned t = host_threads();
+            std::vector<std::thread> ts;
+            for (unsigned k = 0; k < t; ++k)
+                ts.emplace_back([&, k] {
+                    std::uint64_t s = 0;
+                    for (std::uint64_t pg = pages_ * k / t; pg < pages_ * (k + 1) / t; ++pg) s += page_sum(pg);
+                    part[k] = s;
+                });
+            for (auto& x : ts) x.join();
+            for (auto s : part) want += s;
+        }
+        DeviceBuf<unsigned long long> total(1);
+        auto pass = [&](auto src) {
+            ck(cudaMemset(total.p, 0, 8), "memset");
+            double ms = ev_.time_ms([&] { scan_kernel<<<launch_.blocks, launch_.threads>>>(src, pages_, total.p); });
+            unsigned long long got = 0;
+            ck(cudaMemcpy(&got, total.p, 8, cudaMemcpyDeviceToHost), "read total");
+            return std::make_pair(ms, got == want);
+        };
+        const double useful = double(bytes_);
+        auto [zms, zok] = pass(Direct{data_.p});
+        record({"scan", "1", "zero-copy", "-", zms, useful, zok, ""});
+        {
+            DeviceBuf<std::byte> dev(bytes_);
+            double copy = ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            auto [ms, ok] = pass(Direct{dev.p});
+            record({"scan", "1", "cudaMemcpy all, then scan", "-", copy + ms, useful, ok,
+                    log::concat("copy ", copy, " ms + kernel ", ms, " ms")});
+        }
+        if (uvm_) {
+            uvm_->to_host();
+            auto [ms, ok] = pass(Direct{uvm_->p});
+            record({"scan", "1", "UVM", "-", ms, useful, ok, ""});
+            auto [ms2, ok2] = pass(Direct{uvm_->p});
+            record({"scan", "2", "UVM", "-", ms2, useful, ok2, ""});
+            uvm_->to_host();
+            double pf = uvm_->prefetch_to_gpu_ms(ev_);
+            auto [ms3, ok3] = pass(Direct{uvm_->p});
+            record({"scan", "1", "UVM prefetch all, then scan", "-", pf + ms3, useful, ok3, log::concat("prefetch ", pf, " ms")});
+            uvm_->to_host();
+        }
+        std::vector<UmemVariant> vs = variants(false);
+        vs.push_back({Admission::migrate, Engine::gpu_threads, 8});
+        for (unsigned pct : opt_.pools)
+            for (const UmemVariant& v : vs) {
+                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch), data_.p, v.engine);
+                Paged src{Array<std::uint64_t>(pager.view(), pager.ring())};
+                for (int p = 1; p <= 2; ++p) {
+                    auto [ms, ok] = pass(src);
+                    record({"scan", log::concat(p), v.label(), pool_name(pct), ms, useful, ok,
+                            p == 2 ? stats_note(pager.stats()) : ""});
+                }
+            }
+    }
+
+    void bfs() {
+        uvm_.reset();  // the graph's own managed copies replace the array's
+        auto t0 = std::chrono::steady_clock::now();
+        bench::Csr g = bench::rmat(opt_.bfs_scale, 16, 1, host_threads());
+        std::uint32_t source = bench::busy_vertex(g);
+        std::vector<std::int32_t> want = bench::bfs_levels(g, source);
+        double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::uint64_t reached = std::count_if(want.begin(), want.end(), [](std::int32_t l) { return l >= 0; });
+        std::printf("BFS graph: scale %u, %u vertices, %zu arcs, %llu reached from %u (built and checked on the CPU in %.1f s)\n",
+                    opt_.bfs_scale, g.vertices, g.col.size(), static_cast<unsigned long long>(reached), source, gen_s);
+        // Pad both arrays to whole pages (umem moves 16-byte multiples; kernels read whole pages).
+        std::uint64_t row_bytes = (g.row.size() * 8 + kPage - 1) / kPage * kPage;
+        std::uint64_t col_bytes = (g.col.size() * 4 + kPage - 1) / kPage * kPage;
+        HostPinned row(row_bytes), col(col_bytes);
+        std::memcpy(row.p, g.row.data(), g.row.size() * 8);
+        std::memcpy(col.p, g.col.data(), g.col.size() * 4);
+        const double graph_bytes = double(g.row.size() * 8 + g.col.size() * 4);
+
+        DeviceBuf<std::int32_t> level(g.vertices);
+        DeviceBuf<std::uint32_t> fa(g.vertices), fb(g.vertices), count(1);
+        auto run_bfs = [&](auto rsrc, auto csrc) {
+            ck(cudaMemset(level.p, 0xff, g.vertices * 4ull), "memset");
+            std::int32_t zero = 0;
+            ck(cudaMemcpy(level.p + source, &zero, 4, cudaMemcpyHostToDevice), "source");
+            ck(cudaMemcpy(fa.p, &source, 4, cudaMemcpyHostToDevice), "frontier");
+            double ms = ev_.time_ms([&] {
+                std::uint32_t fsize = 1;
+                std::uint32_t* cur = fa.p;
+                std::uint32_t* nxt = fb.p;
+                for (std::int32_t depth = 1; fsize > 0; ++depth) {
+                    ck(cudaMemsetAsync(count.p, 0, 4), "memset");
+                    unsigned blocks = static_cast<unsigned>(std::min<std::uint64_t>(launch_.blocks, (fsize + 7) / 8));
+                    bfs_kernel<<<blocks, launch_.threads>>>(rsrc, csrc, cur, fsize, nxt, count.p, level.p, depth);
+                    ck(cudaMemcpy(&fsize, count.p, 4, cudaMemcpyDeviceToHost), "frontier size");
+                    std::swap(cur, nxt);
+                }
+            });
+            std::vector<std::int32_t> got(g.vertices);
+            ck(cudaMemcpy(got.data(), level.p, g.vertices * 4ull, cudaMemcpyDeviceToHost), "levels");
+            return std::make_pair(ms, got == want);
+        };
+        auto rec = [&](const char* pass, const std::string& method, const std::string& pool, std::pair<double, bool> r,
+                       const std::string& note) {
+            record({"bfs", pass, method, pool, r.first, graph_bytes, r.second, note});
+        };
+        rec("1", "zero-copy", "-", run_bfs(Direct{row.p}, Direct{col.p}), "");
+        {
+            DeviceBuf<std::byte> drow(row_bytes), dcol(col_bytes);
+            double copy = ev_.time_ms([&] {
+                ck(cudaMemcpy(drow.p, row.p, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+                ck(cudaMemcpy(dcol.p, col.p, col_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+            });
+            auto r = run_bfs(Direct{drow.p}, Direct{dcol.p});
+            rec("1", "cudaMemcpy all, then BFS", "-", {copy + r.first, r.second},
+                log::concat("copy ", copy, " ms + BFS ", r.first, " ms"));
+        }
+        if (opt_.uvm) {
+            try {
+                Managed mrow(row_bytes), mcol(col_bytes);
+                std::memcpy(mrow.p, row.p, row_bytes);
+                std::memcpy(mcol.p, col.p, col_bytes);
+                rec("1", "UVM", "-", run_bfs(Direct{mrow.p}, Direct{mcol.p}), "");
+                rec("2", "UVM", "-", run_bfs(Direct{mrow.p}, Direct{mcol.p}), "");
+                mrow.to_host();
+                mcol.to_host();
+                mrow.advise_host_accessed_by_gpu();
+                mcol.advise_host_accessed_by_gpu();
+                rec("1", "UVM advise host+accessed-by", "-", run_bfs(Direct{mrow.p}, Direct{mcol.p}), "");
+                mrow.to_host();
+                mcol.to_host();
+                double pf = mrow.prefetch_to_gpu_ms(ev_) + mcol.prefetch_to_gpu_ms(ev_);
+                auto r = run_bfs(Direct{mrow.p}, Direct{mcol.p});
+                rec("1", "UVM prefetch all, then BFS", "-", {pf + r.first, r.second}, log::concat("prefetch ", pf, " ms"));
+            } catch (const Error& e) {
+                std::printf("UVM BFS skipped: %s\n", e.what());
+            }
+        }
+        for (unsigned pct : opt_.pools)
+            for (const UmemVariant& v : variants(false)) {
+                GpuPager prow(pager_config(row_bytes, pct, v.admission, 0), row.p, v.engine);
+                GpuPager pcol(pager_config(col_bytes, pct, v.admission, 0), col.p, v.engine);
+                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring())};
+                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring())};
+                rec("1", v.label(), pool_name(pct), run_bfs(rs, cs), "");
+                auto r = run_bfs(rs, cs);
+                Stats s = pcol.stats();
+                rec("2", v.label(), pool_name(pct), r, "col: " + stats_note(s));
+            }
+    }
+
+    Options opt_;
+    std::uint64_t bytes_, pages_;
+    HostPinned data_;
+    std::unique_ptr<Managed> uvm_;
+    Events ev_;
+    Launch launch_{};
+};
+
+// The short table: per workload and pass, each method's GB/s and ratios to the baselines.
+void summary() {
+    auto find = [](const std::string& w, const std::string& pass, const std::string& m) -> const Row* {
+        for (const Row& r : results)
+            if (r.workload == w && r.pass == pass && r.method == m && r.pool == "-") return &r;
+        return nullptr;
+    };
+    std::printf("\n| workload | pass | method | pool | GB/s | x zero-copy | x UVM | ok |\n|---|---|---|---|---|---|---|---|\n");
+    for (const Row& r : results) {
+        const Row* z = find(r.workload, r.pass, "zero-copy");
+        if (!z) z = find(r.workload, "1", "zero-copy");  // zero-copy does not change between passes
+        const Row* u = find(r.workload, r.pass, "UVM");
+        std::string xz = z ? log::concat(r.gbps() / z->gbps()) : "-";
+        std::string xu = u ? log::concat(r.gbps() / u->gbps()) : "-";
+        std::printf("| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.workload.c_str(), r.pass.c_str(), r.method.c_str(),
+                    r.pool.c_str(), r.gbps(), xz.c_str(), xu.c_str(), r.ok ? "ok" : "WRONG");
+    }
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw Error("umem-bench", a, "missing value", "see --help");
+            return argv[++i];
+        };
+        if (a == "--gib") o.gib = std::stoull(value());
+        else if (a == "--gathers") o.gathers = std::stoull(value());
+        else if (a == "--bfs-scale") o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
+        else if (a == "--only") o.only = value();
+        else if (a == "--no-uvm") o.uvm = false;
+        else if (a == "--detail") o.detail_path = value();
+        else if (a == "--pools") {
+            o.pools.clear();
+            std::string v = value();
+            for (std::size_t p = 0; p < v.size();) {
+                std::size_t q = v.find(',', p);
+                o.pools.push_back(static_cast<unsigned>(std::stoul(v.substr(p, q - p))));
+                p = q == std::string::npos ? v.size() : q + 1;
+            }
+        } else {
+            std::printf("usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--pools 100,50,25]\n"
+                        "                  [--only memcpy|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
+            std::exit(a == "--help" ? 0 : 2);
+        }
+    }
+    return o;
+}
+
+int bench_main(int argc, char** argv) {
+    try {
+        Options o = parse(argc, argv);
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+            std::printf("umem-bench: no CUDA device here; nothing measured\n");
+            return 77;
+        }
+        if (!o.detail_path.empty()) detail = std::fopen(o.detail_path.c_str(), "w");
+        Bench b(o);
+        b.run();
+        summary();
+        if (detail) std::fclose(detail);
+        bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok; });
+        return all_ok ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "umem-bench: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace
+}  // namespace bardrive::umem
+
+int main(int argc, char** argv) {
+    return bardrive::umem::bench_main(argc, argv);
+}

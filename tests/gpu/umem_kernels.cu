@@ -1,0 +1,136 @@
+#include "umem_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "umem/gpu.cuh"
+
+namespace bardrive::umem::gputest {
+
+namespace {
+
+constexpr std::uint64_t kWords = 512;  // 4 KiB pages of u64
+constexpr std::uint64_t kPattern = 256; // words 0..255 hold page * 512 + word; 256..511 are warp counters
+
+void ck(cudaError_t rc, const char* what) {
+    if (rc != cudaSuccess) throw Error("umem gpu test", what, cudaGetErrorString(rc));
+}
+
+__host__ __device__ inline std::uint32_t next(std::uint32_t& s) {
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return s;
+}
+
+__global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::uint32_t ops,
+                             unsigned long long* bad) {
+    unsigned lane = threadIdx.x & 31;
+    std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    std::uint32_t s = warp * 2654435761u + 1;
+    for (std::uint32_t i = 0; i < ops; ++i) {
+        std::uint64_t page = next(s) % pages;
+        if (i % 7 < 3) page = (page + i) % pages;  // some near-sequential runs for the prefetcher
+        bool write = i % 2 == 1;
+        PageRef<std::uint64_t> r = a.warp_acquire(page, write);
+        unsigned wrong = 0;
+        for (std::uint64_t w = lane; w < kPattern; w += 32) wrong += load_cg(r.data + w) != page * kWords + w;
+        if (write && lane == 0) r.data[kPattern + warp] = load_cg(r.data + kPattern + warp) + 1;
+        a.warp_release(page);
+        for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
+        if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
+    }
+}
+
+__global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned long long* bad) {
+    std::uint32_t s = (blockIdx.x * blockDim.x + threadIdx.x) * 747796405u + 7;
+    for (std::uint32_t i = 0; i < ops; ++i) {
+        std::uint64_t page = next(s) % (a.size() / kWords), w = next(s) % kPattern;
+        if (a.get(page * kWords + w) != page * kWords + w) atomicAdd(bad, 1ull);
+    }
+}
+
+struct Host {
+    std::uint64_t* p = nullptr;
+    explicit Host(std::uint64_t bytes) { ck(cudaHostAlloc(reinterpret_cast<void**>(&p), bytes, cudaHostAllocMapped), "cudaHostAlloc"); }
+    ~Host() { cudaFreeHost(p); }
+};
+
+struct Counter {
+    unsigned long long* p = nullptr;
+    Counter() {
+        ck(cudaMalloc(&p, 8), "cudaMalloc");
+        ck(cudaMemset(p, 0, 8), "cudaMemset");
+    }
+    ~Counter() { cudaFree(p); }
+    std::uint64_t get() const {
+        unsigned long long v = 0;
+        ck(cudaMemcpy(&v, p, 8, cudaMemcpyDeviceToHost), "read counter");
+        return v;
+    }
+};
+
+void fill(std::uint64_t* d, std::uint64_t pages) {
+    for (std::uint64_t i = 0; i < pages * kWords; ++i) d[i] = i;
+}
+
+}  // namespace
+
+std::string device_missing() {
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess) return std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(rc);
+    if (n == 0) return "no CUDA device";
+    return {};
+}
+
+MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admission, Engine engine,
+                      std::uint32_t warps, std::uint32_t ops, std::uint32_t prefetch) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    c.admission = admission;
+    c.prefetch_depth = prefetch;
+    MixedResult r;
+    {
+        GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), engine);
+        Counter bad;
+        mixed_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), pages, ops, bad.p);
+        ck(cudaDeviceSynchronize(), "mixed kernel");
+        pager.flush();
+        r.bad_reads = bad.get();
+        r.stats = pager.stats();
+    }
+    // The same random walk on the host says how often each warp wrote each page.
+    std::vector<std::uint64_t> expect(pages * kWords);
+    fill(expect.data(), pages);
+    for (std::uint32_t warp = 0; warp < (warps + 7) / 8 * 8; ++warp) {
+        std::uint32_t s = warp * 2654435761u + 1;
+        for (std::uint32_t i = 0; i < ops; ++i) {
+            std::uint64_t page = next(s) % pages;
+            if (i % 7 < 3) page = (page + i) % pages;
+            if (i % 2 == 1) ++expect[page * kWords + kPattern + warp];
+        }
+    }
+    for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
+    return r;
+}
+
+std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    Counter bad;
+    lone_kernel<<<(threads + 127) / 128, 128>>>(Array<std::uint64_t>(pager.view(), pager.ring()), ops, bad.p);
+    ck(cudaDeviceSynchronize(), "lone kernel");
+    return bad.get();
+}
+
+}  // namespace bardrive::umem::gputest

@@ -1,0 +1,31 @@
+// Host entry points of the umem GPU tests' kernels (umem_kernels.cu), callable from Catch2 code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "umem/config.hpp"
+#include "umem/gpu_pager.hpp"
+
+namespace bardrive::umem::gputest {
+
+// Empty when a CUDA device is usable; otherwise why not (for SKIP).
+std::string device_missing();
+
+struct MixedResult {
+    std::uint64_t bad_reads = 0;   // words that did not hold their pattern when read on the GPU
+    std::uint64_t bad_words = 0;   // words wrong in host memory after flush()
+    Stats stats;
+};
+
+// `warps` warps (<= 256) each make `ops` accesses to random pages of a 4 KiB-paged array of
+// `pages` pages; every other access writes: the warp increments its own word in that page.
+// Afterwards the pager is flushed and host memory is checked word by word.
+MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admission, Engine engine,
+                      std::uint32_t warps, std::uint32_t ops, std::uint32_t prefetch);
+
+// Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
+std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
+
+}  // namespace bardrive::umem::gputest

@@ -1,0 +1,47 @@
+// umem on a real GPU: warps run the paging protocol against each other with both engines, every
+// admission policy and pools from ample to nearly empty; host memory is checked word by word.
+#include <catch2/catch_test_macros.hpp>
+
+#include "umem_kernels.hpp"
+
+using namespace bardrive::umem;
+using namespace bardrive::umem::gputest;
+
+namespace {
+void need_gpu() {
+    std::string why = device_missing();
+    if (!why.empty()) SKIP(why);
+}
+}  // namespace
+
+TEST_CASE("warps read and write through umem exactly, pool ample to oversubscribed") {
+    need_gpu();
+    const std::uint64_t pages = 2048;  // 8 MiB
+    for (Engine engine : {Engine::gpu_threads, Engine::copy_engine})
+        for (Admission adm : {Admission::migrate, Admission::second_touch, Admission::read_through})
+            for (std::uint64_t frames : {pages, pages / 4, std::uint64_t{16}}) {
+                INFO(name(engine) << " " << name(adm) << " frames " << frames);
+                MixedResult r = run_mixed(pages, frames, adm, engine, 256, 200, adm == Admission::migrate ? 4 : 0);
+                CHECK(r.bad_reads == 0);
+                CHECK(r.bad_words == 0);
+                CHECK(r.stats[c_hits] + r.stats[c_faults] >= 256u * 200u);
+                if (adm == Admission::read_through) CHECK(r.stats[c_fills] == 0);
+                if (adm == Admission::migrate && frames < pages) CHECK(r.stats[c_evictions] > 0);
+                CHECK(r.stats.frames_used <= frames);
+            }
+}
+
+TEST_CASE("frame exhaustion on the GPU: 256 warps, 2 frames, the kernel completes") {
+    need_gpu();
+    for (Engine engine : {Engine::gpu_threads, Engine::copy_engine}) {
+        MixedResult r = run_mixed(512, 2, Admission::migrate, engine, 256, 100, 0);
+        CHECK(r.bad_reads == 0);
+        CHECK(r.bad_words == 0);
+        CHECK(r.stats[c_read_through] > 0);  // the warps that found no frame read through
+    }
+}
+
+TEST_CASE("single threads in divergent code read through Array::get") {
+    need_gpu();
+    CHECK(run_lone_reads(1024, 64, 4096, 64) == 0);
+}

@@ -1,0 +1,154 @@
+// Device side of umem: the accessor kernels use (Array<T>), the warp as a protocol group, and the
+// two migration engines: GPU threads copying from pinned mapped host memory with 16-byte loads,
+// or a copy-engine worker (a host thread serving a request ring in pinned memory with
+// cudaMemcpyAsync). The engine is a run-time choice: the ring pointer is null for GPU threads.
+// Include from .cu files only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "copy_ring.hpp"
+#include "pager.hpp"
+
+namespace bardrive::umem {
+
+// A converged, full warp: lane 0 runs the protocol and broadcasts its decisions.
+struct WarpGroup {
+    unsigned lane;
+    unsigned shard_;
+    __device__ static WarpGroup self() {
+        unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+        return {threadIdx.x & 31u, warp};
+    }
+    __device__ bool leader() const { return lane == 0; }
+    __device__ void sync() const { __syncwarp(); }
+    __device__ std::uint32_t broadcast(std::uint32_t x) const { return __shfl_sync(0xffffffffu, x, 0); }
+    __device__ unsigned shard() const { return shard_; }
+    __device__ unsigned size() const { return 32; }
+};
+
+// One thread alone (divergent code): same protocol, copies done by the thread itself.
+struct LoneThread {
+    unsigned shard_;
+    __device__ static LoneThread self() { return {blockIdx.x * blockDim.x + threadIdx.x}; }
+    __device__ bool leader() const { return true; }
+    __device__ void sync() const {}
+    __device__ std::uint32_t broadcast(std::uint32_t x) const { return x; }
+    __device__ unsigned shard() const { return shard_ >> 5; }
+    __device__ unsigned size() const { return 1; }
+    unsigned lane = 0;
+};
+
+// Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
+// an SM's L1 could otherwise still hold the frame's previous page.
+__device__ inline uint4 load16(const std::byte* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
+
+// An element read the same way (4, 8 or 16 bytes).
+template <class T>
+__device__ inline T load_cg(const T* p) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "umem: elements of 4, 8 or 16 bytes");
+    T x;
+    if constexpr (sizeof(T) == 4) {
+        unsigned v = __ldcg(reinterpret_cast<const unsigned*>(p));
+        memcpy(&x, &v, 4);
+    } else if constexpr (sizeof(T) == 8) {
+        unsigned long long v = __ldcg(reinterpret_cast<const unsigned long long*>(p));
+        memcpy(&x, &v, 8);
+    } else {
+        uint4 v = __ldcg(reinterpret_cast<const uint4*>(p));
+        memcpy(&x, &v, 16);
+    }
+    return x;
+}
+
+struct DeviceMover {
+    CopyRingView ring;  // slots == nullptr: GPU threads copy
+
+    template <class G>
+    __device__ void to_frame(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
+        if (ring.slots != nullptr) return post(g, dst, src, n);
+        copy(g, dst, src, n);
+    }
+    template <class G>
+    __device__ void to_host(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
+        if (ring.slots != nullptr) return post(g, dst, src, n);
+        copy(g, dst, src, n);
+        __threadfence_system();  // the host copy must be complete before the page turns host again
+    }
+
+private:
+    // 16-byte loads, eight in flight per lane before the stores: a 4 KiB page is one round.
+    template <class G>
+    __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) {
+        constexpr unsigned batch = 8;
+        const std::uint32_t stride = g.size() * 16;
+        for (std::uint32_t base = g.lane * 16; base < n; base += stride * batch) {
+            uint4 x[batch];
+#pragma unroll
+            for (unsigned k = 0; k < batch; ++k)
+                if (base + k * stride < n) x[k] = load16(src + base + k * stride);
+#pragma unroll
+            for (unsigned k = 0; k < batch; ++k)
+                if (base + k * stride < n) __stcg(reinterpret_cast<uint4*>(dst + base + k * stride), x[k]);
+        }
+    }
+
+    template <class G>
+    __device__ void post(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
+        if (g.leader()) ring_copy(ring, dst, src, n);
+        g.sync();
+    }
+};
+
+template <class T>
+struct PageRef {
+    T* data;              // the page's elements (in a frame or in host memory)
+    std::uint32_t count;  // elements in the page
+};
+
+// The accessor: a typed view of a paged array. Fast path of an access is one PTE atomic (the
+// lookup that also pins); a miss runs the protocol in pager.hpp with this run's engine.
+template <class T>
+class Array {
+public:
+    Array(const PagerView& v, const CopyRingView& ring) : view_(v), mover_{ring} {}
+
+    __host__ __device__ std::uint64_t size() const { return view_.bytes / sizeof(T); }
+    __host__ __device__ std::uint64_t per_page() const { return view_.page_size() / sizeof(T); }
+    __host__ __device__ std::uint64_t page_of(std::uint64_t i) const { return i / per_page(); }
+
+    // Warp-collective: all 32 lanes, converged, same page. The page stays pinned until
+    // warp_release(page); every lane may read (and, with write, write) its elements.
+    __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write = false) const {
+        WarpGroup g = WarpGroup::self();
+        DeviceMover m = mover_;
+        std::byte* p = acquire(view_, page, write, g, m);
+        return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T))};
+    }
+    __device__ void warp_release(std::uint64_t page) const {
+        WarpGroup g = WarpGroup::self();
+        if (mover_.ring.slots == nullptr) __threadfence();  // this warp's writes before the unpin
+        release(view_, page, g);
+    }
+
+    // One thread, any control flow: reads element i (pins, reads, unpins).
+    __device__ T get(std::uint64_t i) const {
+        assert(i < size() && "umem: element index beyond the array");
+        LoneThread g = LoneThread::self();
+        DeviceMover m = mover_;
+        std::uint64_t page = page_of(i);
+        const T* p = reinterpret_cast<const T*>(acquire(view_, page, false, g, m));
+        T x = load_cg(p + i % per_page());
+        release(view_, page, g);
+        return x;
+    }
+
+    const PagerView& view() const { return view_; }
+
+private:
+    PagerView view_;
+    DeviceMover mover_;
+};
+
+}  // namespace bardrive::umem

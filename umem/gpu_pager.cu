@@ -1,0 +1,178 @@
+#include "umem/gpu_pager.hpp"
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "umem/gpu.cuh"
+
+namespace bardrive::umem {
+
+namespace {
+
+constexpr std::uint64_t ring_slots = 4096;  // more than the warps that can wait at once on an H100
+constexpr unsigned ring_batch = 256;        // copies issued per stream synchronisation
+
+void cuda_check(cudaError_t rc, const char* op, const std::string& object, const char* hint = "") {
+    if (rc != cudaSuccess) throw Error(op, object, cudaGetErrorString(rc), hint);
+}
+
+template <class T>
+T* device_alloc(std::uint64_t count, const char* what) {
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, count * sizeof(T)), "umem: cudaMalloc", log::concat(what, ", ", count * sizeof(T), " bytes"),
+               "make the frame pool smaller (Config::frames)");
+    return static_cast<T*>(p);
+}
+
+__global__ void flush_kernel(PagerView v) {
+    WarpGroup g = WarpGroup::self();
+    std::uint64_t warps = (static_cast<std::uint64_t>(gridDim.x) * blockDim.x) >> 5;
+    for (std::uint64_t page = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; page < v.pages; page += warps) {
+        Pte e{atom::load(&v.pte[page])};
+        if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
+        const std::byte* src = v.frame_data(e.frame());
+        std::byte* dst = v.host_page(page);
+        for (std::uint32_t i = g.lane * 16; i < v.page_bytes(page); i += 512)
+            __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+        __threadfence_system();
+        g.sync();
+        if (g.leader()) {
+            atom::fetch_and(&v.pte[page], ~Pte::dirty);
+            v.count(g.shard(), c_writebacks);
+            v.count(g.shard(), c_bytes_out, v.page_bytes(page));
+        }
+    }
+}
+
+}  // namespace
+
+const char* name(Engine e) {
+    return e == Engine::gpu_threads ? "gpu-threads" : "copy-engine";
+}
+
+GpuPager::GpuPager(const Config& cfg, std::byte* host, Engine engine) : engine_(engine) {
+    try {
+        set_up(cfg, host);
+    } catch (...) {
+        release_all();  // a failed set-up leaves no GPU memory or thread behind
+        throw;
+    }
+}
+
+void GpuPager::set_up(const Config& cfg, std::byte* host) {
+    std::uint32_t shift = check(cfg);
+    if (cfg.bytes % 16 != 0)
+        throw Error("umem: configure GPU pager", log::concat("bytes ", cfg.bytes), "not a multiple of 16",
+                    "pad the array to 16 bytes: pages move in 16-byte loads");
+    void* dev_host = nullptr;
+    cuda_check(cudaHostGetDevicePointer(&dev_host, host, 0), "umem: cudaHostGetDevicePointer", "backing store",
+               "allocate it with cudaHostAlloc(..., cudaHostAllocMapped)");
+    std::size_t free_b = 0, total_b = 0;
+    cuda_check(cudaMemGetInfo(&free_b, &total_b), "umem: cudaMemGetInfo", "device 0");
+    std::uint64_t pool = cfg.frames << shift;
+    if (pool + (64ull << 20) > free_b)
+        throw Error("umem: configure GPU pager", log::concat("frame pool ", pool >> 20, " MiB"),
+                    log::concat("only ", free_b >> 20, " MiB of GPU memory free"), "make Config::frames smaller");
+    std::uint64_t pages = page_count(cfg);
+    view_ = PagerView{device_alloc<std::uint64_t>(pages, "page table"),
+                      device_alloc<std::uint32_t>(cfg.frames, "frame owners"),
+                      device_alloc<std::uint64_t>(32, "control words"),
+                      device_alloc<std::uint64_t>(counter_shards * counter_stride, "counters"),
+                      static_cast<std::byte*>(dev_host),
+                      device_alloc<std::byte>(pool, "frame pool"),
+                      cfg.bytes,
+                      pages,
+                      static_cast<std::uint32_t>(cfg.frames),
+                      shift,
+                      cfg.admission,
+                      cfg.eviction,
+                      cfg.prefetch_depth};
+    cuda_check(cudaMemset(view_.pte, 0, pages * 8), "umem: cudaMemset", "page table");
+    cuda_check(cudaMemset(view_.frame_owner, 0xff, cfg.frames * 4), "umem: cudaMemset", "frame owners");
+    cuda_check(cudaMemset(view_.ctl, 0, 32 * 8), "umem: cudaMemset", "control words");
+    cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
+    if (engine_ == Engine::copy_engine) {
+        void* slots = nullptr;
+        cuda_check(cudaHostAlloc(&slots, ring_slots * sizeof(CopyRequest), cudaHostAllocMapped), "umem: cudaHostAlloc",
+                   "copy ring");
+        std::memset(slots, 0, ring_slots * sizeof(CopyRequest));
+        void* dev_slots = nullptr;
+        cuda_check(cudaHostGetDevicePointer(&dev_slots, slots, 0), "umem: cudaHostGetDevicePointer", "copy ring");
+        ring_ = CopyRingView{static_cast<CopyRequest*>(dev_slots), device_alloc<std::uint64_t>(1, "ring tail"),
+                             ring_slots};
+        cuda_check(cudaMemset(ring_.tail, 0, 8), "umem: cudaMemset", "ring tail");
+        cudaStream_t s = nullptr;
+        cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "umem: cudaStreamCreate", "copy worker");
+        stream_ = s;
+        worker_ = std::thread([this] { serve(); });
+    }
+    cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "pager set-up");
+}
+
+GpuPager::~GpuPager() {
+    release_all();
+}
+
+void GpuPager::release_all() noexcept {
+    if (worker_.joinable()) {
+        stop_.store(true);
+        worker_.join();
+    }
+    if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+    if (ring_.slots != nullptr) {
+        cudaFreeHost(ring_.slots);  // UVA: the mapped device address is the host address
+        cudaFree(ring_.tail);
+    }
+    cudaFree(view_.pte);
+    cudaFree(view_.frame_owner);
+    cudaFree(view_.ctl);
+    cudaFree(view_.counters);
+    cudaFree(view_.frames);
+}
+
+// Serves tickets in order: takes every request already posted (up to a batch), issues them on
+// one stream, waits once, then marks them done. Pointers are UVA, so cudaMemcpyDefault works
+// for both directions.
+void GpuPager::serve() {
+    cudaSetDevice(0);
+    auto stream = static_cast<cudaStream_t>(stream_);
+    CopyRequest* slots = ring_.slots;  // mapped memory: same address on the host (UVA)
+    std::uint64_t next = 0;
+    while (!stop_.load(std::memory_order_relaxed)) {
+        unsigned n = 0;
+        while (n < ring_batch) {
+            CopyRequest& r = slots[(next + n) % ring_slots];
+            if (atom::load(&r.posted) != next + n + 1) break;
+            cudaMemcpyAsync(reinterpret_cast<void*>(r.dst), reinterpret_cast<const void*>(r.src), r.bytes,
+                            cudaMemcpyDefault, stream);
+            ++n;
+        }
+        if (n == 0) {
+            std::this_thread::yield();
+            continue;
+        }
+        cudaError_t rc = cudaStreamSynchronize(stream);
+        if (rc != cudaSuccess) log::warn("umem: copy worker: ", cudaGetErrorString(rc));
+        for (unsigned i = 0; i < n; ++i) atom::store(&slots[(next + i) % ring_slots].done, next + i + 1);
+        next += n;
+    }
+}
+
+void GpuPager::flush() {
+    flush_kernel<<<264, 256>>>(view_);
+    cuda_check(cudaDeviceSynchronize(), "umem: flush kernel", "pager");
+}
+
+Stats GpuPager::stats() const {
+    std::vector<std::uint64_t> counters(counter_shards * counter_stride), ctl(32);
+    cuda_check(cudaMemcpy(counters.data(), view_.counters, counters.size() * 8, cudaMemcpyDeviceToHost),
+               "umem: read counters", "pager");
+    cuda_check(cudaMemcpy(ctl.data(), view_.ctl, ctl.size() * 8, cudaMemcpyDeviceToHost), "umem: read counters",
+               "pager");
+    return sum_stats(counters.data(), ctl.data(), view_);
+}
+
+}  // namespace bardrive::umem
