@@ -58,16 +58,18 @@ rm -f "$update_log"
 install() {  # install [apt args...] -- packages
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
 }
+# bookworm's packages first: installed the other way round, -t bookworm-backports pulls backports
+# versions of shared libraries (libelf1) that bookworm's -dev packages then cannot match.
+if [ -n "$need" ]; then
+    say "installing: $(echo $need)"
+    # shellcheck disable=SC2086
+    install $need || die "installing $(echo $need) failed (see above); check 'apt-cache policy $(echo $need)'"
+fi
 if [ -n "$need_bp" ]; then
     say "installing from bookworm-backports: $(echo $need_bp)"
     # shellcheck disable=SC2086
     install -t bookworm-backports $need_bp ||
         die "installing $(echo $need_bp) from bookworm-backports failed (see above); check 'apt-cache policy $(echo $need_bp)'"
-fi
-if [ -n "$need" ]; then
-    say "installing: $(echo $need)"
-    # shellcheck disable=SC2086
-    install $need || die "installing $(echo $need) failed (see above); check 'apt-cache policy $(echo $need)'"
 fi
 
 still=$(missing "${BACKPORTS_PKGS[@]}" "${PKGS[@]}")
