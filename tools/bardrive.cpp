@@ -7,6 +7,8 @@
 #include "tools/commands.hpp"
 
 namespace bardrive::tools {
+
+int run_bench(const CommandArgs&);  // cmd_bench.cpp
 namespace {
 
 int run_version(const CommandArgs&) {
@@ -20,6 +22,7 @@ int run_help(const CommandArgs&);
 const Command commands[] = {
     {"help", "list the subcommands", run_help},
     {"version", "print the version", run_version},
+    {"bench", "bandwidth and latency across host, GPUs, BAR windows and NICs", run_bench},
 };
 
 int run_help(const CommandArgs&) {

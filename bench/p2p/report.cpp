@@ -1,0 +1,282 @@
+#include "bench/p2p/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/log.hpp"
+
+namespace bardrive::bench {
+
+const Point* PathResult::peak() const {
+    const Point* best = nullptr;
+    for (const auto& p : points)
+        if (!best || p.gbps > best->gbps) best = &p;
+    return best;
+}
+
+PathResult make_path(std::string method, std::string src, std::string dst, bool bidirectional) {
+    PathResult p;
+    p.id = method + ":" + src + (bidirectional ? "<->" : "->") + dst;
+    p.method = std::move(method);
+    p.src = std::move(src);
+    p.dst = std::move(dst);
+    p.bidirectional = bidirectional;
+    return p;
+}
+
+bool Report::any_failed() const {
+    return std::any_of(paths.begin(), paths.end(), [](const PathResult& p) { return !p.failure.empty(); });
+}
+
+std::string format_size(std::uint64_t bytes) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        ++u;
+    }
+    return log::concat(bytes, ' ', units[u]);
+}
+
+namespace {
+
+std::string fixed(double v, int digits) {
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(digits);
+    os << v;
+    return os.str();
+}
+
+std::string ratio(double num, double den) { return den > 0 ? fixed(num / den, 3) : std::string("-"); }
+
+std::string percent(double num, double den) {
+    return den > 0 ? fixed(100.0 * num / den, 1) + "%" : std::string("-");
+}
+
+}  // namespace
+
+void print_table(const Report& r, std::FILE* out) {
+    for (const auto& p : r.paths) {
+        if (!p.available()) {
+            std::fprintf(out, "%-26s unavailable: %s\n", p.id.c_str(), p.reason.c_str());
+            continue;
+        }
+        if (!p.failure.empty()) std::fprintf(out, "%-26s FAILED: %s\n", p.id.c_str(), p.failure.c_str());
+        std::fprintf(out, "%-26s %s%s  reference: %s%s\n", p.id.c_str(), p.bidirectional ? "bidirectional, " : "",
+                     p.topology.empty() ? "topology unknown" : p.topology.c_str(),
+                     p.reference.empty() ? "none" : p.reference.c_str(),
+                     p.link_gbps > 0 ? log::concat(", link ", fixed(p.link_gbps, 1), " GB/s").c_str() : "");
+        std::fprintf(out, "  %10s %10s %10s %8s %8s\n", "size", "GB/s", "ref GB/s", "ratio", "of link");
+        for (const auto& pt : p.points)
+            std::fprintf(out, "  %10s %10.2f %10s %8s %8s\n", format_size(pt.bytes).c_str(), pt.gbps,
+                         pt.ref_gbps > 0 ? fixed(pt.ref_gbps, 2).c_str() : "-", ratio(pt.gbps, pt.ref_gbps).c_str(),
+                         percent(pt.gbps, p.link_gbps).c_str());
+        if (p.latency_us > 0)
+            std::fprintf(out, "  latency of one %s transfer: %.2f us\n", format_size(p.latency_bytes).c_str(),
+                         p.latency_us);
+    }
+}
+
+void print_matrix(const Report& r, std::FILE* out) {
+    // Group the paths by method and direction kind; each group becomes one src x dst matrix.
+    std::map<std::string, std::vector<const PathResult*>> groups;
+    std::vector<std::string> order;
+    for (const auto& p : r.paths) {
+        std::string key = p.method + (p.bidirectional ? " bidirectional" : " unidirectional");
+        if (!groups.count(key)) order.push_back(key);
+        groups[key].push_back(&p);
+    }
+    constexpr int width = 28;
+    for (const auto& key : order) {
+        const auto& g = groups[key];
+        // A method nothing could run for has no matrix; the table lists its reasons.
+        if (std::none_of(g.begin(), g.end(), [](const PathResult* p) { return p->available(); })) continue;
+        std::vector<std::string> rows, cols;
+        for (const auto* p : g) {
+            if (std::find(rows.begin(), rows.end(), p->src) == rows.end()) rows.push_back(p->src);
+            if (std::find(cols.begin(), cols.end(), p->dst) == cols.end()) cols.push_back(p->dst);
+        }
+        std::fprintf(out, "\n%s: peak GB/s (ratio to reference) [topology]\n%-8s", key.c_str(), "src\\dst");
+        for (const auto& c : cols) std::fprintf(out, " %*s", width, c.c_str());
+        std::fprintf(out, "\n");
+        for (const auto& row : rows) {
+            std::fprintf(out, "%-8s", row.c_str());
+            for (const auto& c : cols) {
+                std::string cell = "-";
+                for (const auto* p : g) {
+                    if (p->src != row || p->dst != c) continue;
+                    if (!p->available()) {
+                        cell = "n/a";
+                    } else if (const Point* pk = p->peak()) {
+                        cell = fixed(pk->gbps, 2);
+                        if (pk->ref_gbps > 0) cell += " (x" + ratio(pk->gbps, pk->ref_gbps) + ")";
+                        if (!p->topology.empty()) cell += " [" + p->topology + "]";
+                    }
+                }
+                std::fprintf(out, " %*s", width, cell.c_str());
+            }
+            std::fprintf(out, "\n");
+        }
+    }
+}
+
+namespace {
+
+std::string json_string(const std::string& s) {
+    std::string o = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+        case '"': o += "\\\""; break;
+        case '\\': o += "\\\\"; break;
+        case '\n': o += "\\n"; break;
+        case '\t': o += "\\t"; break;
+        default:
+            if (c < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                o += buf;
+            } else {
+                o += static_cast<char>(c);
+            }
+        }
+    }
+    return o + "\"";
+}
+
+// JSON has no NaN or infinity; a rate that is not finite is reported as null.
+std::string json_number(double v) { return std::isfinite(v) ? fixed(v, 4) : std::string("null"); }
+
+std::string xml_escape(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+        switch (c) {
+        case '<': o += "&lt;"; break;
+        case '>': o += "&gt;"; break;
+        case '&': o += "&amp;"; break;
+        case '"': o += "&quot;"; break;
+        default: o += c;
+        }
+    }
+    return o;
+}
+
+}  // namespace
+
+std::string to_json(const Report& r) {
+    std::ostringstream o;
+    o << "{\n  \"machine\": " << json_string(r.machine) << ",\n  \"date\": " << json_string(r.date)
+      << ",\n  \"command\": " << json_string(r.command) << ",\n  \"repetitions\": " << r.repetitions
+      << ",\n  \"warmup\": " << r.warmup << ",\n  \"endpoints\": [";
+    for (std::size_t i = 0; i < r.endpoints.size(); ++i) {
+        const auto& e = r.endpoints[i];
+        o << (i ? ",\n" : "\n") << "    {\"name\": " << json_string(e.name)
+          << ", \"description\": " << json_string(e.description) << ", \"bdf\": " << json_string(e.bdf)
+          << ", \"numa_node\": " << e.numa_node << "}";
+    }
+    o << "\n  ],\n  \"paths\": [";
+    for (std::size_t i = 0; i < r.paths.size(); ++i) {
+        const auto& p = r.paths[i];
+        o << (i ? ",\n" : "\n") << "    {\"id\": " << json_string(p.id) << ", \"method\": " << json_string(p.method)
+          << ", \"src\": " << json_string(p.src) << ", \"dst\": " << json_string(p.dst)
+          << ", \"bidirectional\": " << (p.bidirectional ? "true" : "false")
+          << ", \"available\": " << (p.available() ? "true" : "false");
+        if (!p.available()) {
+            o << ", \"reason\": " << json_string(p.reason) << "}";
+            continue;
+        }
+        o << ", \"topology\": " << json_string(p.topology) << ", \"reference\": " << json_string(p.reference)
+          << ", \"link_gbps\": " << json_number(p.link_gbps);
+        if (!p.failure.empty()) o << ", \"failure\": " << json_string(p.failure);
+        if (p.latency_us > 0)
+            o << ", \"latency_us\": " << json_number(p.latency_us) << ", \"latency_bytes\": " << p.latency_bytes;
+        o << ",\n     \"points\": [";
+        for (std::size_t j = 0; j < p.points.size(); ++j) {
+            const auto& pt = p.points[j];
+            o << (j ? ", " : "") << "{\"bytes\": " << pt.bytes << ", \"gbps\": " << json_number(pt.gbps)
+              << ", \"ref_gbps\": " << json_number(pt.ref_gbps) << "}";
+        }
+        o << "]}";
+    }
+    o << "\n  ]\n}\n";
+    return o.str();
+}
+
+std::string to_svg(const Report& r) {
+    constexpr double W = 960, H = 540, left = 70, right = 300, top = 40, bottom = 60;
+    const double pw = W - left - right, ph = H - top - bottom;
+    double xmin = 1e300, xmax = -1e300, ymax = 0;
+    for (const auto& p : r.paths)
+        for (const auto& pt : p.points) {
+            double x = std::log2(static_cast<double>(std::max<std::uint64_t>(pt.bytes, 1)));
+            xmin = std::min(xmin, x);
+            xmax = std::max(xmax, x);
+            if (std::isfinite(pt.gbps)) ymax = std::max(ymax, pt.gbps);
+        }
+    if (xmin > xmax) xmin = 12, xmax = 30;  // nothing measured: an empty 4 KiB..1 GiB frame
+    if (xmax - xmin < 1) xmax = xmin + 1;
+    // A round y-axis top: 1, 2 or 5 times a power of ten, at or above the highest rate.
+    double ystep = 1;
+    if (ymax > 0) {
+        double mag = std::pow(10.0, std::floor(std::log10(ymax / 5)));
+        for (double m : {1.0, 2.0, 5.0, 10.0})
+            if (m * mag * 5 >= ymax) {
+                ystep = m * mag;
+                break;
+            }
+    }
+    const double ytop = ystep * 5;
+    auto X = [&](double lg) { return left + (lg - xmin) / (xmax - xmin) * pw; };
+    auto Y = [&](double g) { return top + ph - g / ytop * ph; };
+
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(1);
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+      << ' ' << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << left << "\" y=\"24\" font-size=\"15\">bardrive bench: bandwidth against transfer size"
+      << (r.machine.empty() ? "" : " (" + xml_escape(r.machine) + ")") << "</text>\n";
+    // Grid and axes.
+    for (int i = 0; i <= 5; ++i) {
+        double g = ystep * i;
+        o << "<line x1=\"" << left << "\" y1=\"" << Y(g) << "\" x2=\"" << left + pw << "\" y2=\"" << Y(g)
+          << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 6 << "\" y=\"" << Y(g) + 4 << "\" text-anchor=\"end\">" << g
+          << "</text>\n";
+    }
+    for (int lg = static_cast<int>(std::ceil(xmin)); lg <= static_cast<int>(std::floor(xmax)); lg += 2) {
+        o << "<line x1=\"" << X(lg) << "\" y1=\"" << top << "\" x2=\"" << X(lg) << "\" y2=\"" << top + ph
+          << "\" stroke=\"#eee\"/>\n<text x=\"" << X(lg) << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">"
+          << format_size(std::uint64_t{1} << lg) << "</text>\n";
+    }
+    o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+      << "\" fill=\"none\" stroke=\"black\"/>\n"
+      << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 20 << "\" text-anchor=\"middle\">transfer size</text>\n"
+      << "<text transform=\"translate(18," << top + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">GB/s</text>\n";
+    static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    int n = 0;
+    for (const auto& p : r.paths) {
+        if (!p.available() || p.points.empty()) continue;
+        const char* color = colors[n % 10];
+        // After the first ten paths the colours repeat, dashed.
+        const char* dash = n >= 10 ? " stroke-dasharray=\"6 3\"" : "";
+        o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << " points=\"";
+        for (const auto& pt : p.points)
+            o << X(std::log2(static_cast<double>(std::max<std::uint64_t>(pt.bytes, 1)))) << ','
+              << Y(std::isfinite(pt.gbps) ? pt.gbps : 0) << ' ';
+        o << "\"><title>" << xml_escape(p.id) << "</title></polyline>\n";
+        double ly = top + 8 + 16 * n;
+        o << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
+          << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << "/>\n<text x=\"" << left + pw + 42
+          << "\" y=\"" << ly + 4 << "\">" << xml_escape(p.id) << (p.bidirectional ? " (both ways)" : "")
+          << "</text>\n";
+        ++n;
+    }
+    o << "</svg>\n";
+    return o.str();
+}
+
+}  // namespace bardrive::bench
