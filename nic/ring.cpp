@@ -87,6 +87,10 @@ std::uint32_t RxRing::poll(std::span<Packet> out) noexcept {
     return n;
 }
 
+bool RxRing::has_work() const noexcept {
+    return posted() != 0 && (load_acquire(descs_[clean_].wb.status_error) & igb::rxd::DD);
+}
+
 std::uint32_t RxRing::drain(std::span<Packet> out) noexcept {
     std::uint32_t n = 0;
     while (n < out.size() && posted() != 0) {

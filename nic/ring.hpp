@@ -41,6 +41,9 @@ public:
     // counted and their buffers re-posted at once (so the caller rings the doorbell when tail() moved).
     std::uint32_t poll(std::span<Packet> out) noexcept;
 
+    // True when the next descriptor to harvest is done (a frame, or a drop to count).
+    bool has_work() const noexcept;
+
     std::uint32_t tail() const noexcept { return tail_; }         // the value RDT should hold
     std::uint32_t next_to_clean() const noexcept { return clean_; }
     std::uint32_t posted() const noexcept { return (tail_ - clean_) & mask_; }
