@@ -9,6 +9,8 @@
 namespace bardrive::tools {
 
 int run_bench(const CommandArgs&);  // cmd_bench.cpp
+int run_topo(const CommandArgs&);   // cmd_topo.cpp
+
 namespace {
 
 int run_version(const CommandArgs&) {
@@ -22,6 +24,7 @@ int run_help(const CommandArgs&);
 const Command commands[] = {
     {"help", "list the subcommands", run_help},
     {"version", "print the version", run_version},
+    {"topo", "PCIe topology: tree, matrix, P2P verdicts, snapshots", run_topo},
     {"bench", "bandwidth and latency across host, GPUs, BAR windows and NICs", run_bench},
 };
 

@@ -1,0 +1,112 @@
+// Snapshot format: round trip, recording, and files that are not (complete) snapshots.
+#include <catch2/catch_test_macros.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "core/file.hpp"
+#include "pci/source.hpp"
+#include "pci/topology.hpp"
+
+using namespace bardrive;
+using namespace bardrive::pci;
+
+namespace {
+std::string temp_path(const char* name) {
+    return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/bardrive-pci-test-" +
+           std::to_string(::getpid()) + "-" + name;
+}
+
+std::string error_of(const std::string& content) {
+    try {
+        parse_snapshot(content, "bad.snapshot");
+    } catch (const Error& e) {
+        CHECK(e.object() == "bad.snapshot");
+        return e.what();
+    }
+    FAIL("no error for: " << content);
+    return {};
+}
+}  // namespace
+
+TEST_CASE("a snapshot written and read back answers exactly what was recorded", "[pci][snapshot]") {
+    SnapshotData d;
+    d.comments.push_back("test");
+    d.texts["/sys/a/resource"] = "0x1 0x2 0x3\n0x0 0x0 0x0";
+    d.texts["/sys/a/empty"] = "";
+    d.texts["/sys/a/gone"] = std::nullopt;
+    std::vector<std::uint8_t> cfg(100);
+    for (std::size_t i = 0; i < cfg.size(); ++i) cfg[i] = static_cast<std::uint8_t>(i * 7);
+    d.blobs["/sys/a/config"] = cfg;
+    d.links["/sys/a/driver"] = "../../drivers/igb";
+    d.lists["/sys/a/net"] = std::vector<std::string>{"eth0", "eth1"};
+    d.lists["/sys/a/nvme"] = std::nullopt;
+
+    auto path = temp_path("roundtrip.snapshot");
+    write_snapshot(d, path);
+    auto back = read_snapshot(path);
+    std::remove(path.c_str());
+    CHECK(back.comments == d.comments);
+    CHECK(back.texts == d.texts);
+    CHECK(back.blobs == d.blobs);
+    CHECK(back.links == d.links);
+    CHECK(back.lists == d.lists);
+
+    SnapshotSource src(back, "x");
+    CHECK(src.text("/sys/a/resource") == d.texts["/sys/a/resource"]);
+    CHECK_FALSE(src.text("/sys/a/gone"));
+    CHECK_FALSE(src.text("/sys/never/recorded"));
+    auto b = src.bytes("/sys/a/config", 64);
+    REQUIRE(b);
+    CHECK(b->size() == 64);  // a shorter read of the same file gets the prefix
+    CHECK((*b)[63] == static_cast<std::uint8_t>(63 * 7));
+}
+
+TEST_CASE("recording the dual-socket fixture and replaying it gives the same topology", "[pci][snapshot]") {
+    auto inner = open_source(PCI_FIXTURES "/dual-socket.snapshot");
+    RecordingSource rec(*inner);
+    auto first = read_topology(rec);
+    auto path = temp_path("rerecorded.snapshot");
+    write_snapshot(rec.recorded(), path);
+    auto again = open_source(path);
+    auto second = read_topology(*again);
+    std::remove(path.c_str());
+    REQUIRE(first.devices.size() == second.devices.size());
+    for (std::size_t i = 0; i < first.devices.size(); ++i) {
+        CHECK(first.devices[i].bdf == second.devices[i].bdf);
+        CHECK(first.devices[i].parent == second.devices[i].parent);
+        CHECK(first.devices[i].bars.size() == second.devices[i].bars.size());
+        CHECK(first.devices[i].iommu_group == second.devices[i].iommu_group);
+    }
+}
+
+TEST_CASE("a snapshot of another format version is refused with both versions named", "[pci][snapshot][bad-input]") {
+    auto what = error_of("bardrive-topo-snapshot 2\nend\n");
+    CHECK(what.find("format version 2") != std::string::npos);
+    CHECK(what.find("reads version 1") != std::string::npos);
+}
+
+TEST_CASE("malformed snapshots are refused with the file and line", "[pci][snapshot][bad-input]") {
+    CHECK(error_of("").find("line 1") != std::string::npos);
+    CHECK(error_of("PK\x03\x04 zip").find("does not start with") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\ntext /sys/x 1\nabc\n").find("truncated") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\ntext /sys/x 5\nabc\nend\n").find("runs past the end") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 4\n0011zz22\nend\n").find("hex") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 2\n001122\nend\n").find("line 3") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 99999999999\nend\n").find("bad count") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\nfrobnicate /sys/x\nend\n").find("unknown record") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\nlink /sys/x\nend\n").find("without a target") != std::string::npos);
+}
+
+TEST_CASE("a source that is neither a folder nor a readable file names the path", "[pci][snapshot][bad-input]") {
+    try {
+        open_source("/nonexistent/bardrive.snapshot");
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.object() == "/nonexistent/bardrive.snapshot");
+        CHECK(e.error_number() == ENOENT);
+    }
+}

@@ -1,0 +1,530 @@
+// bardrive topo: the PCIe topology (tree, matrix, one device, JSON, DOT), peer-to-peer verdicts,
+// and snapshots of exactly what was read. Logic lives in pci/; this file only reads options and prints.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "pci/p2p.hpp"
+#include "pci/topology.hpp"
+#include "tools/args.hpp"
+#include "tools/commands.hpp"
+
+namespace bardrive::tools {
+namespace {
+
+using namespace bardrive::pci;
+
+const char* usage =
+    "usage: bardrive topo [SOURCE] [FILTERS] [--matrix | --json | --dot]\n"
+    "       bardrive topo show BDF [SOURCE]\n"
+    "       bardrive topo p2p [BDF BDF] [SOURCE] [FILTERS]\n"
+    "       bardrive topo snapshot FILE [--sysfs DIR]\n"
+    "\n"
+    "Without a mode: the PCIe tree (like 'lspci -tv') with link, NUMA node, IOMMU group, driver and BARs.\n"
+    "  --matrix          path classes between devices (like 'nvidia-smi topo -m'), with a legend\n"
+    "  --json            the whole model and every pair's class and verdict (schema: docs/topology.md)\n"
+    "  --dot             the tree as a Graphviz graph ('| dot -Tsvg > topo.svg')\n"
+    "  show BDF          one device in full: IDs, BARs, link, capabilities, group, path to the root\n"
+    "  p2p [A B]         P2P DMA verdicts with reasons: for A -> B, or for every pair of the matrix\n"
+    "  snapshot FILE     write exactly what was read (sysfs files, config bytes) to FILE, to attach to a\n"
+    "                    bug report; read it back anywhere with --sysfs FILE\n"
+    "SOURCE (default: this machine):\n"
+    "  --sysfs DIR|FILE  a copied /sys folder, or a snapshot file\n"
+    "  --hwloc-xml FILE  a topology exported with 'lstopo --of xml FILE' (no config space, no groups)\n"
+    "FILTERS (matrix, p2p, tree; repeatable):\n"
+    "  --class KIND      gpu, nic, nvme, storage, accel, bridge, host-bridge, other, or a hex class prefix (0302)\n"
+    "  --vendor ID       hex vendor ID (10de) or part of the vendor name (nvidia)\n"
+    "  --all             every endpoint (default: GPUs, NICs, NVMe, accelerators, devices with a BAR >= 64 MiB)\n"
+    "Without root only 64 bytes of config space are readable: the tool says what it could not read.\n";
+
+std::string hex4(unsigned v) {
+    std::ostringstream os;
+    os << std::hex << std::setfill('0') << std::setw(4) << v;
+    return os.str();
+}
+
+std::string hex_class(std::uint32_t c) {
+    std::ostringstream os;
+    os << "0x" << std::hex << std::setfill('0') << std::setw(6) << c;
+    return os.str();
+}
+
+std::string size_short(std::uint64_t b) {
+    const char* units[] = {"", "K", "M", "G", "T"};
+    unsigned u = 0;
+    while (u + 1 < std::size(units) && b >= 1024 && b % 1024 == 0) {
+        b /= 1024;
+        ++u;
+    }
+    return log::concat(b, units[u]);
+}
+
+std::string speed(double gts) {
+    std::ostringstream os;
+    os << gts;
+    return os.str();
+}
+
+std::string link_text(const LinkInfo& l) {
+    std::string s = log::concat(speed(l.cur_gts), "GT/s x", l.cur_width);
+    if (l.cur_width == 0) s = "link down";
+    if (l.downgraded()) s += log::concat(" DOWNGRADED (capable ", speed(l.max_gts), "GT/s x", l.max_width, ")");
+    return s;
+}
+
+std::string bar_summary(const Device& d) {
+    std::string s;
+    for (const auto& b : d.bars) {
+        if (!s.empty()) s += ' ';
+        s += log::concat("BAR", b.index, "=", size_short(b.size));
+        if (b.io) s += "(io)";
+        else if (b.prefetchable) s += "(pf)";
+    }
+    return s;
+}
+
+std::string short_name(const Device& d) {
+    return d.vendor_name + " " + d.device_name;
+}
+
+// ---- source and filters ----
+
+struct Loaded {
+    Topology topo;
+};
+
+Topology load(const Args& args) {
+    auto sysfs = args.value("sysfs");
+    auto xml = args.value("hwloc-xml");
+    if (sysfs && xml) throw Error("bardrive topo", "--sysfs and --hwloc-xml", "give one source, not both");
+    Topology t;
+    if (xml) {
+        t = read_hwloc_xml(*xml);
+    } else if (sysfs) {
+        auto src = open_source(*sysfs);
+        t = read_topology(*src);
+    } else {
+        LiveSource src;
+        t = read_topology(src);
+    }
+    attach_names(t);
+    return t;
+}
+
+bool matches(const Device& d, const Args& args) {
+    auto classes = args.values("class");
+    if (!classes.empty()) {
+        bool ok = false;
+        for (const auto& c : classes) {
+            if (c == device_kind(d)) ok = true;
+            std::string hex = hex_class(d.class_code).substr(2);
+            if (!c.empty() && c.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos &&
+                hex.rfind(c, 0) == 0)
+                ok = true;
+        }
+        if (!ok) return false;
+    }
+    auto vendors = args.values("vendor");
+    if (!vendors.empty()) {
+        bool ok = false;
+        std::string name = d.vendor_name;
+        std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+        for (auto v : vendors) {
+            std::transform(v.begin(), v.end(), v.begin(), ::tolower);
+            if (v == hex4(d.vendor_id) || v == "0x" + hex4(d.vendor_id) || (!v.empty() && name.find(v) != std::string::npos))
+                ok = true;
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool filtered(const Args& args) { return args.has("class") || args.has("vendor"); }
+
+std::vector<std::size_t> chosen(const Topology& t, const Args& args) {
+    std::vector<std::size_t> out;
+    bool all = args.has("all") || filtered(args);
+    for (auto i : p2p_candidates(t, all))
+        if (matches(t.devices[i], args)) out.push_back(i);
+    return out;
+}
+
+// Matrix labels like nvidia-smi's: GPU0, NIC0, NVME0, ... in address order.
+std::vector<std::string> labels(const Topology& t, const std::vector<std::size_t>& devs) {
+    std::map<std::string, int> next;
+    std::vector<std::string> out;
+    for (auto i : devs) {
+        std::string k = device_kind(t.devices[i]);
+        std::string p = k == "gpu" ? "GPU" : k == "nic" ? "NIC" : k == "nvme" ? "NVME" : k == "accel" ? "ACC" : "DEV";
+        out.push_back(p + std::to_string(next[p]++));
+    }
+    return out;
+}
+
+void print_warnings(const Topology& t) {
+    std::fflush(stdout);  // keep notes after the output they explain
+    for (const auto& w : t.warnings) std::fprintf(stderr, "bardrive topo: note: %s\n", w.c_str());
+    for (const auto& d : t.devices)
+        for (const auto& w : d.warnings) std::fprintf(stderr, "bardrive topo: warning: %s: %s\n", d.bdf.str().c_str(), w.c_str());
+}
+
+// ---- tree ----
+
+void print_tree(const Topology& t, const Args& args) {
+    std::vector<bool> keep(t.devices.size(), !filtered(args));
+    if (filtered(args))
+        for (std::size_t i = 0; i < t.devices.size(); ++i)
+            if (matches(t.devices[i], args))
+                for (std::optional<std::size_t> p = i; p; p = t.devices[*p].parent) keep[*p] = true;
+    std::printf("PCIe topology from %s: %zu functions, %zu host bridges, %d NUMA nodes\n", t.source.c_str(),
+                t.devices.size(), t.host_bridges.size(), t.numa_nodes);
+    auto line = [&](std::size_t i, const std::string& prefix, bool last, auto&& self) -> void {
+        const auto& d = t.devices[i];
+        std::string s = prefix + (last ? "\\-" : "+-") + d.bdf.str() + " [" + hex4(d.vendor_id) + ":" + hex4(d.device_id) +
+                        "] " + short_name(d);
+        if (d.role != Role::endpoint) s += std::string(" <") + role_name(d.role) + ">";
+        else s += " (" + d.class_name + ")";
+        std::vector<std::string> facts;
+        if (d.link) facts.push_back(link_text(*d.link));
+        if (d.numa_node >= 0) facts.push_back("numa " + std::to_string(d.numa_node));
+        if (d.iommu_group >= 0) facts.push_back("group " + std::to_string(d.iommu_group));
+        if (!d.driver.empty()) facts.push_back(d.driver);
+        if (!d.bars.empty()) facts.push_back(bar_summary(d));
+        for (const auto& n : d.os_names) facts.push_back(n);
+        if (d.is_vf()) facts.push_back("VF of " + d.physfn->str());
+        std::string f;
+        for (const auto& x : facts) f += (f.empty() ? "" : " | ") + x;
+        std::printf("%s%s%s\n", s.c_str(), f.empty() ? "" : "  ", f.c_str());
+        std::vector<std::size_t> kids;
+        for (auto c : d.children)
+            if (keep[c]) kids.push_back(c);
+        for (std::size_t k = 0; k < kids.size(); ++k)
+            self(kids[k], prefix + (last ? "  " : "| "), k + 1 == kids.size(), self);
+    };
+    for (const auto& h : t.host_bridges) {
+        std::vector<std::size_t> kids;
+        for (auto c : h.children)
+            if (keep[c]) kids.push_back(c);
+        if (kids.empty()) continue;
+        std::printf("[%s] domain %04x bus %02x%s\n", h.name.c_str(), h.domain, h.bus,
+                    h.numa_node >= 0 ? (" numa " + std::to_string(h.numa_node)).c_str() : " numa ?");
+        for (std::size_t k = 0; k < kids.size(); ++k) line(kids[k], " ", k + 1 == kids.size(), line);
+    }
+}
+
+// ---- matrix ----
+
+const char* legend =
+    "Legend:\n"
+    "  X    = Self\n"
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n"
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+    "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+    "  PIX  = Connection traversing at most a single PCIe bridge\n";
+
+void print_matrix(const Topology& t, const Args& args) {
+    auto devs = chosen(t, args);
+    if (devs.empty()) {
+        std::printf("no devices to compare (try --all, or fewer filters)\n");
+        return;
+    }
+    auto lab = labels(t, devs);
+    std::printf("%-8s", "");
+    for (const auto& l : lab) std::printf("%-7s", l.c_str());
+    std::printf("%-14s%s\n", "CPU Affinity", "NUMA Affinity");
+    for (std::size_t r = 0; r < devs.size(); ++r) {
+        std::printf("%-8s", lab[r].c_str());
+        for (std::size_t c = 0; c < devs.size(); ++c) {
+            auto cls = find_path(t, devs[r], devs[c]).cls;
+            std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
+        }
+        const auto& d = t.devices[devs[r]];
+        std::printf("%-14s%s\n", d.local_cpus.empty() ? "N/A" : d.local_cpus.c_str(),
+                    d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "N/A");
+    }
+    std::printf("\n%s\nDevices:\n", legend);
+    for (std::size_t r = 0; r < devs.size(); ++r) {
+        const auto& d = t.devices[devs[r]];
+        std::string os;
+        for (const auto& n : d.os_names) os += " " + n;
+        std::printf("  %-6s %s %s%s\n", lab[r].c_str(), d.bdf.str().c_str(), short_name(d).c_str(), os.c_str());
+    }
+}
+
+// ---- p2p ----
+
+void print_report(const Topology& t, const P2pReport& r) {
+    const auto& a = t.devices[r.initiator];
+    const auto& b = t.devices[r.target];
+    std::string path = a.bdf.str();
+    for (auto x : r.path.up) path += " -> " + t.devices[x].bdf.str();
+    if (r.path.via_host_bridge) {
+        path += " -> " + t.host_bridges[r.path.host_a].name;
+        if (r.path.host_a != r.path.host_b) path += " -> " + t.host_bridges[r.path.host_b].name;
+    }
+    for (auto x : r.path.down) path += " -> " + t.devices[x].bdf.str();
+    path += " -> " + b.bdf.str();
+    std::printf("%s -> %s: %s, %s\n  path: %s\n", a.bdf.str().c_str(), b.bdf.str().c_str(), class_name(r.path.cls),
+                verdict_name(r.verdict), path.c_str());
+    for (const auto& x : r.reasons) std::printf("  %-8s %s\n", effect_name(x.effect), x.text.c_str());
+}
+
+// ---- show ----
+
+void print_show(const Topology& t, std::size_t i) {
+    const auto& d = t.devices[i];
+    std::printf("%s  %s\n", d.bdf.str().c_str(), short_name(d).c_str());
+    std::printf("  ids:        vendor %s device %s subsystem %s:%s class %s (%s, kind %s)\n", hex4(d.vendor_id).c_str(),
+                hex4(d.device_id).c_str(), hex4(d.subsystem_vendor_id).c_str(), hex4(d.subsystem_id).c_str(),
+                hex_class(d.class_code).c_str(), d.class_name.c_str(), device_kind(d).c_str());
+    std::printf("  role:       %s%s\n", role_name(d.role),
+                d.port_type ? (std::string(" (PCIe capability: ") + port_type_name(*d.port_type) + ")").c_str()
+                            : " (inferred: PCI Express capability not read)");
+    std::printf("  driver:     %s\n", d.driver.empty() ? "(none)" : d.driver.c_str());
+    if (d.iommu_group >= 0) {
+        std::string m;
+        for (auto x : t.group_members(d.iommu_group))
+            m += " " + t.devices[x].bdf.str() + "(" + (t.devices[x].driver.empty() ? "-" : t.devices[x].driver) + ")";
+        std::printf("  iommu:      group %d, members:%s\n", d.iommu_group, m.c_str());
+    } else {
+        std::printf("  iommu:      %s\n", t.groups_known ? "no group (no IOMMU)" : "unknown for this input");
+    }
+    std::printf("  numa:       %s  cpus: %s\n", d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "unknown",
+                d.local_cpus.empty() ? "unknown" : d.local_cpus.c_str());
+    for (const auto& b : d.bars) {
+        std::string rs;
+        for (auto s : b.resizable_sizes) rs += (rs.empty() ? "" : ",") + size_short(s);
+        std::printf("  BAR%u:       0x%llx size %s %s%s%s%s\n", b.index, static_cast<unsigned long long>(b.address),
+                    size_short(b.size).c_str(), b.io ? "I/O" : "memory", b.io ? "" : (b.is64 ? " 64-bit" : " 32-bit"),
+                    b.prefetchable ? " prefetchable" : "", rs.empty() ? "" : (" resizable: " + rs).c_str());
+    }
+    if (d.link) std::printf("  link:       %s (capable %sGT/s x%u)\n", link_text(*d.link).c_str(), speed(d.link->max_gts).c_str(), d.link->max_width);
+    std::printf("  config:     %zu bytes read%s\n", d.config_bytes,
+                d.config_bytes < 256 ? " (capabilities not readable: run as root)"
+                : !d.ext_config     ? " (no extended config space)"
+                                    : "");
+    if (d.acs) std::printf("  ACS:        capability %s; enabled %s\n", acs::describe(d.acs->capability).c_str(), acs::describe(d.acs->control).c_str());
+    else std::printf("  ACS:        %s\n", d.ext_config ? "not present" : "unknown");
+    if (d.ext_config)
+        std::printf("  ATS %s, PRI %s, PASID %s, AER %s\n", d.ats ? "yes" : "no", d.pri ? "yes" : "no", d.pasid ? "yes" : "no",
+                    d.aer ? "yes" : "no");
+    if (d.sriov) std::printf("  SR-IOV:     %u of %u VFs enabled\n", d.sriov->num_vfs, d.sriov->total_vfs);
+    if (d.is_vf()) std::printf("  VF of:      %s\n", d.physfn->str().c_str());
+    for (const auto& n : d.os_names) std::printf("  os name:    %s\n", n.c_str());
+    std::string up;
+    for (auto p = d.parent; p; p = t.devices[*p].parent)
+        up += " -> " + t.devices[*p].bdf.str() + " (" + role_name(t.devices[*p].role) + ")";
+    std::printf("  upstream:  %s -> %s\n", up.c_str(), t.host_bridges[d.host_bridge].name.c_str());
+    for (const auto& w : d.warnings) std::printf("  warning:    %s\n", w.c_str());
+}
+
+// ---- json ----
+
+std::string js(const std::string& s) {
+    std::string o = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+        else if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            o += buf;
+        } else o += static_cast<char>(c);
+    }
+    return o + "\"";
+}
+
+template <class T, class F>
+std::string arr(const std::vector<T>& v, F f) {
+    std::string o = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + f(v[i]);
+    return o + "]";
+}
+
+void print_json(const Topology& t, const Args& args) {
+    auto strs = [](const std::vector<std::string>& v) { return arr(v, js); };
+    auto opt_int = [](int v) { return v >= 0 ? std::to_string(v) : std::string("null"); };
+    std::string o = "{\n  \"schema\": \"bardrive-topo/1\",\n  \"source\": " + js(t.source) + ",\n";
+    o += "  \"numa_nodes\": " + std::to_string(t.numa_nodes) + ",\n  \"iommu_groups_known\": " +
+         (t.groups_known ? "true" : "false") + ",\n  \"bars_known\": " + (t.bars_known ? "true" : "false") + ",\n  \"warnings\": " + strs(t.warnings) + ",\n";
+    o += "  \"host_bridges\": " + arr(t.host_bridges, [&](const HostBridge& h) {
+             return "{\"name\": " + js(h.name) + ", \"domain\": " + std::to_string(h.domain) +
+                    ", \"bus\": " + std::to_string(h.bus) + ", \"numa_node\": " + opt_int(h.numa_node) +
+                    ", \"function0\": " + (h.device ? js(t.devices[*h.device].bdf.str()) : "null") + "}";
+         }) + ",\n  \"devices\": [\n";
+    for (std::size_t i = 0; i < t.devices.size(); ++i) {
+        const auto& d = t.devices[i];
+        std::string e = "    {\"bdf\": " + js(d.bdf.str());
+        e += ", \"parent\": " + (d.parent ? js(t.devices[*d.parent].bdf.str()) : "null");
+        e += ", \"host_bridge\": " + js(t.host_bridges[d.host_bridge].name);
+        e += ", \"role\": " + js(role_name(d.role)) + ", \"role_inferred\": " + (d.is_bridge && !d.port_type ? "true" : "false");
+        e += ", \"kind\": " + js(device_kind(d));
+        e += ", \"vendor_id\": " + js(hex4(d.vendor_id)) + ", \"device_id\": " + js(hex4(d.device_id));
+        e += ", \"subsystem_vendor_id\": " + js(hex4(d.subsystem_vendor_id)) + ", \"subsystem_id\": " + js(hex4(d.subsystem_id));
+        e += ", \"vendor\": " + js(d.vendor_name) + ", \"device\": " + js(d.device_name);
+        e += ", \"class\": " + js(hex_class(d.class_code)) + ", \"class_name\": " + js(d.class_name);
+        e += ", \"driver\": " + (d.driver.empty() ? std::string("null") : js(d.driver));
+        e += ", \"iommu_group\": " + opt_int(d.iommu_group) + ", \"numa_node\": " + opt_int(d.numa_node);
+        e += ", \"local_cpus\": " + (d.local_cpus.empty() ? std::string("null") : js(d.local_cpus));
+        e += ", \"bars\": " + arr(d.bars, [](const Bar& b) {
+                 return "{\"index\": " + std::to_string(b.index) + ", \"address\": " + js(log::concat("0x", std::hex, b.address)) +
+                        ", \"size\": " + std::to_string(b.size) + ", \"type\": " + (b.io ? "\"io\"" : "\"mem\"") +
+                        ", \"bits\": " + (b.io ? "null" : b.is64 ? "64" : "32") +
+                        ", \"prefetchable\": " + (b.prefetchable ? "true" : "false") + ", \"resizable_sizes\": " +
+                        arr(b.resizable_sizes, [](std::uint64_t s) { return std::to_string(s); }) + "}";
+             });
+        if (d.link)
+            e += ", \"link\": {\"speed_gts\": " + speed(d.link->cur_gts) + ", \"width\": " + std::to_string(d.link->cur_width) +
+                 ", \"max_speed_gts\": " + speed(d.link->max_gts) + ", \"max_width\": " + std::to_string(d.link->max_width) +
+                 ", \"downgraded\": " + (d.link->downgraded() ? "true" : "false") + "}";
+        else
+            e += ", \"link\": null";
+        e += ", \"config_bytes\": " + std::to_string(d.config_bytes) + ", \"extended_config\": " + (d.ext_config ? "true" : "false");
+        e += ", \"acs\": " + (d.acs ? "{\"capability\": " + js(acs::describe(d.acs->capability)) + ", \"control\": " +
+                                          js(acs::describe(d.acs->control)) + "}"
+                                    : std::string("null"));
+        auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
+        if (d.ext_config)
+            e += ", \"ats\": " + b(d.ats) + ", \"pri\": " + b(d.pri) + ", \"pasid\": " + b(d.pasid) + ", \"aer\": " + b(d.aer);
+        else
+            e += ", \"ats\": null, \"pri\": null, \"pasid\": null, \"aer\": null";
+        e += ", \"sriov\": " + (d.sriov ? "{\"total_vfs\": " + std::to_string(d.sriov->total_vfs) + ", \"num_vfs\": " +
+                                              std::to_string(d.sriov->num_vfs) + "}"
+                                        : std::string("null"));
+        e += ", \"physfn\": " + (d.physfn ? js(d.physfn->str()) : std::string("null"));
+        e += ", \"os_names\": " + strs(d.os_names) + ", \"warnings\": " + strs(d.warnings) + "}";
+        o += e + (i + 1 < t.devices.size() ? ",\n" : "\n");
+    }
+    o += "  ],\n  \"pairs\": [\n";
+    auto devs = chosen(t, args);
+    std::vector<std::string> pairs;
+    for (auto a : devs)
+        for (auto bb : devs) {
+            if (a == bb) continue;
+            auto r = judge_p2p(t, a, bb);
+            std::vector<std::size_t> hops = r.path.bridges();
+            pairs.push_back("    {\"initiator\": " + js(t.devices[a].bdf.str()) + ", \"target\": " + js(t.devices[bb].bdf.str()) +
+                            ", \"class\": " + js(class_name(r.path.cls)) + ", \"bridges\": " +
+                            arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
+                            ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
+                            ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
+                            arr(r.reasons, [](const Reason& x) {
+                                return "{\"effect\": " + js(effect_name(x.effect)) + ", \"text\": " + js(x.text) + "}";
+                            }) + "}");
+        }
+    for (std::size_t i = 0; i < pairs.size(); ++i) o += pairs[i] + (i + 1 < pairs.size() ? ",\n" : "\n");
+    o += "  ]\n}\n";
+    std::fputs(o.c_str(), stdout);
+}
+
+// ---- dot ----
+
+void print_dot(const Topology& t) {
+    auto q = [](const std::string& s) {
+        std::string o;
+        for (char c : s) o += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+        return "\"" + o + "\"";
+    };
+    std::printf("digraph pcie {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+    for (const auto& h : t.host_bridges)
+        std::printf("  %s [label=%s, shape=ellipse];\n", q(h.name).c_str(),
+                    q(h.name + (h.numa_node >= 0 ? "\\nnuma " + std::to_string(h.numa_node) : std::string())).c_str());
+    for (const auto& d : t.devices) {
+        std::string label = d.bdf.str() + "\\n" + d.device_name;
+        if (d.link) label += "\\n" + link_text(*d.link);
+        if (d.iommu_group >= 0) label += "\\ngroup " + std::to_string(d.iommu_group);
+        std::printf("  %s [label=%s%s];\n", q(d.bdf.str()).c_str(), q(label).c_str(),
+                    d.role == Role::endpoint ? "" : ", style=filled, fillcolor=lightgrey");
+        std::string from = d.parent ? t.devices[*d.parent].bdf.str() : t.host_bridges[d.host_bridge].name;
+        std::printf("  %s -> %s;\n", q(from).c_str(), q(d.bdf.str()).c_str());
+    }
+    std::printf("}\n");
+}
+
+int run_snapshot(const Args& args) {
+    if (args.positional().size() != 2) throw Error("bardrive topo snapshot", "arguments", "expected one FILE", usage);
+    const std::string file = args.positional()[1];
+    std::unique_ptr<Source> inner;
+    if (auto dir = args.value("sysfs")) inner = open_source(*dir);
+    else inner = std::make_unique<LiveSource>();
+    RecordingSource rec(*inner);
+    auto t = read_topology(rec);
+    char host[256] = "?";
+    ::gethostname(host, sizeof host - 1);
+    std::time_t now = std::time(nullptr);
+    char when[64];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    auto& data = rec.recorded();
+    data.comments.push_back(log::concat("captured by bardrive ", BARDRIVE_VERSION, " on ", host, " at ", when, " as uid ",
+                                        ::getuid(), " from ", inner->describe()));
+    write_snapshot(data, file);
+    std::size_t n = data.texts.size() + data.blobs.size() + data.links.size() + data.lists.size();
+    std::printf("wrote %s: %zu functions, %zu records (sysfs files, links, folders, config space)\n", file.c_str(),
+                t.devices.size(), n);
+    if (::getuid() != 0)
+        std::printf("note: not root, so config space beyond 64 bytes is not in the snapshot (ACS, link "
+                    "capabilities); run as root for a complete one\n");
+    return 0;
+}
+
+}  // namespace
+
+int run_topo(const CommandArgs& argv) {
+    Args args("topo", argv, {"matrix", "json", "dot", "all", "help"}, {"sysfs", "hwloc-xml", "class", "vendor"});
+    if (args.has("help")) {
+        std::fputs(usage, stdout);
+        return 0;
+    }
+    const auto& pos = args.positional();
+    std::string mode = pos.empty() ? "" : pos[0];
+    if (mode == "snapshot") return run_snapshot(args);
+    if (!mode.empty() && mode != "show" && mode != "p2p")
+        throw Error("bardrive topo", "'" + mode + "'", "unknown mode", "expected show, p2p or snapshot; see 'bardrive topo --help'");
+    int outputs = args.has("matrix") + args.has("json") + args.has("dot");
+    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot", "give at most one of them");
+
+    Topology t = load(args);
+    auto find = [&](const std::string& s) {
+        auto bdf = Bdf::parse(s);
+        auto i = t.find(bdf);
+        if (!i) throw Error("bardrive topo", bdf.str(), "no such device in " + t.source, "'bardrive topo' lists them");
+        return *i;
+    };
+    if (mode == "show") {
+        if (pos.size() != 2) throw Error("bardrive topo show", "arguments", "expected one BDF", "e.g. 'bardrive topo show 0000:01:00.0'");
+        print_show(t, find(pos[1]));
+        return 0;
+    }
+    if (mode == "p2p") {
+        if (pos.size() == 3) {
+            print_report(t, judge_p2p(t, find(pos[1]), find(pos[2])));
+            return 0;
+        }
+        if (pos.size() != 1) throw Error("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
+        auto devs = chosen(t, args);
+        for (auto a : devs)
+            for (auto b : devs)
+                if (a != b) print_report(t, judge_p2p(t, a, b));
+        if (devs.size() < 2) std::printf("fewer than two devices to pair (try --all)\n");
+        print_warnings(t);
+        return 0;
+    }
+    if (args.has("json")) {
+        print_json(t, args);
+        return 0;
+    }
+    if (args.has("dot")) print_dot(t);
+    else if (args.has("matrix")) print_matrix(t, args);
+    else print_tree(t, args);
+    print_warnings(t);
+    return 0;
+}
+
+}  // namespace bardrive::tools
