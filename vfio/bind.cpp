@@ -1,6 +1,9 @@
 #include "vfio/bind.hpp"
 
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,6 +12,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/fd.hpp"
 #include "core/file.hpp"
 #include "core/log.hpp"
 
@@ -38,6 +42,14 @@ std::string join(const std::vector<pci::Bdf>& v) {
     std::string s;
     for (const auto& b : v) s += (s.empty() ? "" : " ") + b.str();
     return s;
+}
+
+// The state file is ours, not a sysfs attribute: create it (file::write_text only opens).
+void remember(const std::string& path, const std::string& driver) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    std::string text = driver + "\n";
+    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        throw Error::from_errno("remember the driver in", path, errno, "is /run writable? pass another state directory");
 }
 
 void require_device(const Sysfs& sys, const pci::Bdf& b, const char* op) {
@@ -90,7 +102,7 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
         if (!old.empty()) {
             fs::create_directories(options.state_dir, ec);
             if (ec) throw Error("create state directory", options.state_dir, ec.message());
-            file::write_text(state_file(options, b), old + "\n");
+            remember(state_file(options, b), old);
         }
         file::write_text(dir + "/driver_override", "vfio-pci");
         if (!old.empty()) file::write_text(dir + "/driver/unbind", b.str());
