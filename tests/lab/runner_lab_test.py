@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Lab tests of lab/lab itself (each boots guests): exit codes come back, a hung guest is killed at
+the timeout with its console log kept and nothing left behind, parallel runs keep their windows
+apart, and the host-side window check passes on the right bytes and fails on wrong ones.
+Usage: runner_lab_test.py LAB_RUNNER"""
+
+import glob
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+RUNNER = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
+
+# Runs in the guest: writes TOKEN at OFFSET of window 0 through sysfs (no driver needed), then states
+# what the host must find there (EXPECT: the bytes, or other bytes to provoke a mismatch).
+GUEST_WRITER = r'''
+import mmap, os, sys
+token, offset, expect = sys.argv[1].encode(), int(sys.argv[2], 0), sys.argv[3].encode()
+bdf = os.environ['BARDRIVE_LAB_WINDOWS'].split()[0]
+with open(f'/sys/bus/pci/devices/{bdf}/resource2', 'r+b') as f:
+    m = mmap.mmap(f.fileno(), 1 << 20)
+    m[offset:offset + len(token)] = token
+    m.close()
+with open(os.path.join(os.environ['BARDRIVE_LAB_OUT'], f'expect-window0@{offset:#x}.bin'), 'wb') as f:
+    f.write(expect)
+'''
+
+
+def lab(*args, timeout=600):
+    env = dict(os.environ)
+    p = subprocess.run([RUNNER, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode == 77:
+        raise unittest.SkipTest(p.stderr.strip().splitlines()[-3:])
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_window(token, offset, expect, *extra):
+    # The NICs go to vfio-pci (no igb probe to wait for); the window stays driverless for sysfs.
+    return lab('run', 'basic', '--bind', '0000:01:00.0,0000:02:00.0', *extra, '--', 'python3', '-c', GUEST_WRITER, token, hex(offset),
+               expect)
+
+
+class Runner(unittest.TestCase):
+    def test_exit_code_and_output_come_back(self):
+        rc, out, err = lab('run', 'basic', '--', 'sh', '-c',
+                           'echo "preset=$BARDRIVE_LAB_PRESET nics=$BARDRIVE_LAB_NICS"; exit 3')
+        self.assertEqual(rc, 3, err)
+        self.assertIn('preset=basic nics=0000:01:00.0 0000:02:00.0', out)
+        subprocess.run(['rm', '-rf', re.search(r'run directory (\S+) kept', err).group(1)])
+
+    def test_hung_guest_is_killed_and_leaves_nothing(self):
+        rc, out, err = lab('run', 'basic', '--timeout', '5', '--', 'sleep', '3600')
+        self.assertEqual(rc, 124, err)
+        self.assertIn('timed out after 5', err)
+        log = re.search(r'console log: (\S+)', err).group(1)
+        self.assertTrue(os.path.isfile(log), err)
+        rundir = os.path.dirname(log)
+        run_id = os.path.basename(rundir)
+        self.assertEqual(glob.glob(f'/dev/shm/{run_id}*'), [])
+        ps = subprocess.run(['ps', '-eo', 'args'], capture_output=True, text=True).stdout
+        self.assertNotIn(rundir, ps)
+        subprocess.run(['rm', '-rf', rundir])
+
+    def test_window_check_passes_and_parallel_runs_stay_apart(self):
+        results = {}
+        keep = tempfile.mkdtemp()
+
+        def one(name, extra):
+            token = f'bardrive-{name}-{secrets.token_hex(8)}'
+            results[name] = (token, write_window(token, 0x2000, token, *extra))
+        threads = [threading.Thread(target=one, args=('a', ['--keep-windows', keep])),
+                   threading.Thread(target=one, args=('b', []))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for name, (token, (rc, out, err)) in results.items():
+            self.assertEqual(rc, 0, err)
+            self.assertIn('window 0 holds expect-window0@0x2000.bin', err)
+        with open(os.path.join(keep, 'window0.bin'), 'rb') as f:
+            f.seek(0x2000)
+            self.assertEqual(f.read(len(results['a'][0])), results['a'][0].encode())
+        subprocess.run(['rm', '-rf', keep])
+
+    def test_window_mismatch_fails_the_run(self):
+        with tempfile.NamedTemporaryFile(suffix='.bin') as want:
+            want.write(b'not what the guest wrote')
+            want.flush()
+            rc, out, err = write_window('bardrive-written', 0x3000, 'bardrive-wriTTen',
+                                        '--check-window', f'0:0x3000:{want.name}')
+        self.assertEqual(rc, 1, err)
+        self.assertIn('does not hold expect-window0@0x3000.bin: 2 of 16 bytes differ', err)
+        self.assertIn(f'does not hold {os.path.basename(want.name)}', err)
+        subprocess.run(['rm', '-rf', re.search(r'run directory (\S+) kept', err).group(1)])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Unit tests of lab/lab that boot nothing: bad input gets a clear message and the right exit code,
+the preset table covers the topology classes docs/lab.md promises, window comparison finds bytes.
+Usage: runner_test.py LAB_RUNNER"""
+
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RUNNER = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
+
+
+def load_runner():
+    loader = importlib.machinery.SourceFileLoader('lab_runner', RUNNER)
+    spec = importlib.util.spec_from_loader('lab_runner', loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def lab(*args, env=None):
+    e = dict(os.environ)
+    e.pop('BARDRIVE_LAB_REQUIRED', None)
+    e.update(env or {})
+    p = subprocess.run([RUNNER, *args], capture_output=True, text=True, env=e, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+class BadInput(unittest.TestCase):
+    def test_unknown_preset(self):
+        rc, out = lab('run', 'nosuch', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn("unknown preset 'nosuch'", out)
+        self.assertIn('basic, switch, numa, e1000e', out)
+
+    def test_no_command(self):
+        rc, out = lab('run', 'basic')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('no command given after --', out)
+
+    def test_missing_program_path(self):
+        rc, out = lab('run', 'basic', '--', 'build/no/such-test')
+        self.assertEqual(rc, 127, out)
+        self.assertIn('command not found: build/no/such-test', out)
+        self.assertIn('meson compile', out)
+
+    def test_command_not_in_guest_path(self):
+        rc, out = lab('run', 'basic', '--', 'no-such-tool-bardrive')
+        self.assertEqual(rc, 127, out)
+        self.assertIn('command not found in the guest: no-such-tool-bardrive', out)
+
+    def test_bind_not_in_preset(self):
+        rc, out = lab('run', 'basic', '--bind', '05:00.0', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('not a NIC or window of preset basic', out)
+        self.assertIn('0000:01:00.0', out)
+
+    def test_bad_check_window(self):
+        rc, out = lab('run', 'basic', '--check-window', 'zero', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('expected N:OFFSET:FILE', out)
+
+    def test_no_qemu_skips_with_the_fix(self):
+        rc, out = lab('run', 'basic', '--', 'true', env={'BARDRIVE_LAB_QEMU': '/nonexistent/qemu-system-x86_64'})
+        self.assertEqual(rc, 77, out)
+        self.assertIn('not found (package qemu-system-x86', out)
+        self.assertIn('scripts/setup.sh', out)
+        self.assertIn('SKIPPED', out)
+
+    def test_required_lab_fails_instead_of_skipping(self):
+        rc, out = lab('run', 'basic', '--', 'true', env={'BARDRIVE_LAB_QEMU': '/nonexistent/qemu-system-x86_64',
+                                                          'BARDRIVE_LAB_REQUIRED': '1'})
+        self.assertEqual(rc, 1, out)
+
+    def test_unwritable_cache(self):
+        rc, out = lab('prepare', env={'BARDRIVE_LAB_CACHE': '/proc/bardrive-lab-cache'})
+        self.assertEqual(rc, 77, out)
+        self.assertIn('BARDRIVE_LAB_CACHE', out)
+
+    def test_no_network(self):
+        # A proxy that refuses connections stands in for a machine without network.
+        with tempfile.TemporaryDirectory() as cache, tempfile.NamedTemporaryFile('w', suffix='.conf') as conf:
+            conf.write('Acquire::Retries "0";\n')
+            conf.flush()
+            env = {'BARDRIVE_LAB_CACHE': cache, 'http_proxy': 'http://127.0.0.1:9', 'APT_CONFIG': conf.name}
+            rc, out = lab('prepare', env=env)
+            self.assertEqual(rc, 1, out)
+            self.assertIn('failed', out)
+            self.assertIn('check the network', out)
+            rc, out = lab('run', 'basic', '--', 'true', env=env)
+            self.assertEqual(rc, 77, out)  # under meson: SKIPPED, with the reason
+            self.assertIn('the guest kernel cannot be prepared', out)
+            self.assertEqual(sorted(os.listdir(cache)), ['.lock', 'debian.resolved.json'])  # nothing half-made
+
+    def test_stale_cache_is_rebuilt(self):
+        with tempfile.TemporaryDirectory() as cache, tempfile.NamedTemporaryFile('w', suffix='.conf') as conf:
+            conf.write('Acquire::Retries "0";\n')
+            conf.flush()
+            old = os.path.join(cache, 'debian-6.12.1-old')
+            os.makedirs(old)
+            with open(os.path.join(old, 'complete.json'), 'w') as f:
+                f.write('{}')
+            os.symlink('debian-6.12.1-old', os.path.join(cache, 'debian.current'))
+            env = {'BARDRIVE_LAB_CACHE': cache, 'http_proxy': 'http://127.0.0.1:9', 'APT_CONFIG': conf.name}
+            rc, out = lab('prepare', env=env)
+            self.assertIn('cache debian-6.12.1-old is stale', out)
+            self.assertIn('downloading', out)
+            self.assertEqual(rc, 1, out)
+
+
+class Presets(unittest.TestCase):
+    def test_listed(self):
+        rc, out = lab('presets')
+        self.assertEqual(rc, 0, out)
+        for name in ('basic:', 'switch:', 'numa:', 'e1000e:'):
+            self.assertIn(name, out)
+
+    def test_topology_classes_all_occur(self):
+        mod = load_runner()
+        classes = {c for p in mod.PRESETS.values() for _, _, c in p.classes}
+        self.assertLessEqual({'PIX', 'PXB', 'PHB', 'NODE'}, classes)
+
+    def test_every_preset_has_two_nics_and_a_window_with_unique_bdfs(self):
+        mod = load_runner()
+        for p in mod.PRESETS.values():
+            bdfs = [d.bdf for d in p.nics + p.windows]
+            self.assertEqual(len(bdfs), len(set(bdfs)), p.name)
+            self.assertGreaterEqual(len(p.nics), 2, p.name)
+            self.assertGreaterEqual(len(p.windows), 1, p.name)
+            args = mod.preset_qemu_args(p, [f'/dev/shm/x{i}' for i in range(len(p.windows))])
+            ids = [a.split('id=')[1].split(',')[0] for a in args if 'id=' in a]
+            self.assertEqual(len(ids), len(set(ids)), p.name)
+
+
+class Windows(unittest.TestCase):
+    def setUp(self):
+        self.mod = load_runner()
+        self.f = tempfile.TemporaryFile()
+        self.f.write(bytes(4096))
+        self.f.seek(0x100)
+        self.f.write(b'bardrive')
+        self.f.flush()
+
+    def tearDown(self):
+        self.f.close()
+
+    def test_equal(self):
+        self.assertIsNone(self.mod.compare_window(self.f.fileno(), 0x100, b'bardrive', 4096))
+
+    def test_difference_names_its_offset(self):
+        msg = self.mod.compare_window(self.f.fileno(), 0x100, b'bardrivE', 4096)
+        self.assertIn('1 of 8 bytes differ', msg)
+        self.assertIn('first at 0x107', msg)
+
+    def test_past_the_end(self):
+        self.assertIn('runs past the window', self.mod.compare_window(self.f.fileno(), 4090, b'bardrive', 4096))
+
+    def test_share_roots_never_nest_or_expose_usr(self):
+        roots = self.mod.share_roots(['/work/main', '/work/main/build', '/usr/lib', '/', '/tmp/x'])
+        self.assertEqual(roots, ['/tmp/x', '/work/main'])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
