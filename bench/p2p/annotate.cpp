@@ -66,7 +66,17 @@ void annotate(Report& r, const pci::Topology& t) {
                 p.topology = log::concat("CPU to device on NUMA node ", d.numa_node);
             }
         }
-        if (link > 0) p.link_gbps = p.bidirectional ? 2 * link : link;
+        if (link <= 0) continue;
+        if (p.bidirectional) link *= 2;
+        // PCI sees only PCIe. A pair that beats its PCIe link moved the bytes over another fabric
+        // (NVLink between GPUs): say so rather than print a share of the wrong link.
+        const Point* peak = p.peak();
+        if (peak && peak->gbps > link * 1.02) {
+            p.topology += log::concat(" (PCIe route; measured above its ", link,
+                                      " GB/s, so over another link, e.g. NVLink)");
+            continue;
+        }
+        p.link_gbps = link;
     }
 }
 

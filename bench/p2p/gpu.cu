@@ -458,18 +458,17 @@ void add_issue_latency(PathSpec& s) {
     s.latency_us = [g, issue, b] { return latency(*g, [&] { issue(b, 0); }); };
 }
 
-bool peer_on(Gpu& a, Gpu& b, bool on) {
+void peer_on(Gpu& a, Gpu& b, bool on) {
     for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
         x->use();
         cudaError_t e = on ? cudaDeviceEnablePeerAccess(y->dev.index, 0) : cudaDeviceDisablePeerAccess(y->dev.index);
         if (e == cudaErrorPeerAccessAlreadyEnabled || e == cudaErrorPeerAccessNotEnabled) {
-            cudaGetLastError();  // clears the (harmless) sticky-free error state
+            cudaGetLastError();  // already in the wanted state: clear the error it just returned
         } else {
             ck(e, on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess",
                x->dev.bdf + " -> " + y->dev.bdf);
         }
     }
-    return on;
 }
 
 void add_peer_paths(Rig& rig, Gpu& a, Gpu& b, const SweepConfig& cfg, std::uint64_t largest,
@@ -562,6 +561,8 @@ void run_spec(PathSpec& s, const SweepConfig& cfg, std::uint64_t largest, Progre
         // One more transfer of the largest size from fresh bytes, then check what landed.
         s.timer->use();
         s.prepare(7);
+        // The fills ran on s1; a bidirectional path's second direction runs on s2, so wait here.
+        ck(cudaDeviceSynchronize(), "prepare", r.id);
         s.issue(largest, 7);
         ck(cudaDeviceSynchronize(), "transfer", r.id);
         r.failure = s.verify(largest, 7);
@@ -621,7 +622,7 @@ std::vector<PathResult> run_gpu_paths(const GpuList& gpus, const HostNodes& node
     std::vector<PathResult> unavailable;
     for (auto& g : rig.gpus)
         for (int node : nodes.nodes()) add_host_paths(rig, *g, node, cfg, largest, specs);
-    if (nodes.nodes().size() == 1) {
+    if (nodes.nodes().size() == 1 && cfg.wants("ce")) {
         PathResult r = make_path("ce", "host1", "gpu0", false);
         r.reason = "one NUMA node: no remote host memory to measure";
         unavailable.push_back(r);

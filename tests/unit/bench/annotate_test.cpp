@@ -65,7 +65,9 @@ TEST_CASE("paths get their class and the slowest link on the way") {
     PathResult elsewhere = make_path("ce", "host0", "gpu7", false);
     elsewhere.dst_bdf = "0000:99:00.0";
     elsewhere.topology = "kept";
-    r.paths = {peer, both, local, remote, unknown, cpu, elsewhere};
+    PathResult nvlink = peer;
+    nvlink.points = {{1 << 30, 396.0, 395.0}};
+    r.paths = {peer, both, local, remote, unknown, cpu, elsewhere, nvlink};
     annotate(r, two_gpus());
 
     CHECK(r.paths[0].topology == "PHB");
@@ -79,4 +81,6 @@ TEST_CASE("paths get their class and the slowest link on the way") {
     CHECK(r.paths[5].topology == "CPU to device on NUMA node 0");
     CHECK(r.paths[6].topology == "kept");
     CHECK(r.paths[6].link_gbps == 0);
+    CHECK(r.paths[7].topology.rfind("PHB (PCIe route; measured above", 0) == 0);
+    CHECK(r.paths[7].link_gbps == 0);  // no share of a link the bytes did not take
 }
