@@ -10,6 +10,8 @@ namespace bardrive::tools {
 
 int run_bench(const CommandArgs&);  // cmd_bench.cpp
 int run_topo(const CommandArgs&);   // cmd_topo.cpp
+int run_bind(const CommandArgs&);   // cmd_bind.cpp
+int run_unbind(const CommandArgs&); // cmd_bind.cpp
 
 namespace {
 
@@ -25,6 +27,8 @@ const Command commands[] = {
     {"help", "list the subcommands", run_help},
     {"version", "print the version", run_version},
     {"topo", "PCIe topology: tree, matrix, P2P verdicts, snapshots", run_topo},
+    {"bind", "hand PCI devices to vfio-pci (--list: drivers and IOMMU groups)", run_bind},
+    {"unbind", "give devices back from vfio-pci (--restore: to their previous driver)", run_unbind},
     {"bench", "bandwidth and latency across host, GPUs, BAR windows and NICs", run_bench},
 };
 
