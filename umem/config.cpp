@@ -33,7 +33,7 @@ Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const P
     Stats s;
     for (unsigned shard = 0; shard < counter_shards; ++shard)
         for (unsigned c = 0; c < c_count_; ++c) s.value[c] += counters[shard * counter_stride + c];
-    s.frames_used = ctl[0] < v.frames_n ? ctl[0] : v.frames_n;
+    s.frames_used = ctl[ctl_fresh] < v.frames_n ? ctl[ctl_fresh] : v.frames_n;
     s.bytes_used = s.frames_used << v.page_shift;
     return s;
 }
@@ -43,6 +43,7 @@ const char* name(Admission a) {
         case Admission::migrate: return "migrate";
         case Admission::second_touch: return "second-touch";
         case Admission::read_through: return "read-through";
+        case Admission::adaptive: return "adaptive";
     }
     return "?";
 }

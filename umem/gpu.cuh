@@ -128,7 +128,7 @@ public:
     }
     __device__ void warp_release(std::uint64_t page) const {
         WarpGroup g = WarpGroup::self();
-        if (mover_.ring.slots == nullptr) __threadfence();  // this warp's writes before the unpin
+        __threadfence();  // this warp's writes to the page before the unpin
         release(view_, page, g);
     }
 

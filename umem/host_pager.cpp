@@ -34,7 +34,7 @@ HostPager::HostPager(const Config& cfg, std::byte* data) {
     std::uint64_t pages = page_count(cfg);
     pte_.assign(pages, 0);
     owner_.assign(cfg.frames, no_page);
-    ctl_.assign(32, 0);
+    ctl_.assign(ctl_words, 0);
     counters_.assign(counter_shards * counter_stride, 0);
     frames_ = std::make_unique<std::byte[]>(cfg.frames << shift);
     view_ = PagerView{pte_.data(),

@@ -28,6 +28,8 @@ enum class Admission : std::uint32_t {
     migrate = 0,       // every miss migrates: best when pages are reused
     second_touch = 1,  // first miss reads through in place, the next one migrates
     read_through = 2,  // never migrate: zero-copy through the page table
+    adaptive = 3,      // migrate; while the pool thrashes (most evicted pages were never hit),
+                       // read through and admit only a 1-in-64 sample of misses
 };
 
 // Which resident page gives its frame up.
@@ -58,12 +60,20 @@ static_assert(c_count_ <= counter_stride);
 
 inline constexpr std::uint32_t no_page = 0xffffffffu;
 
+// Control words, each group on its own 128-byte line.
+inline constexpr unsigned ctl_fresh = 0;     // next never-used frame
+inline constexpr unsigned ctl_hand = 16;     // CLOCK hand
+inline constexpr unsigned ctl_evicted = 32;  // evictions in the current window (adaptive admission)
+inline constexpr unsigned ctl_unused = 33;   // of those, pages evicted without a single hit
+inline constexpr unsigned ctl_words = 48;
+inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measurement window
+
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
 struct PagerView {
     std::uint64_t* pte;           // [pages]
     std::uint32_t* frame_owner;   // [frames]: page held by the frame, no_page before first use
-    std::uint64_t* ctl;           // [0] next never-used frame, [16] CLOCK hand (own lines)
+    std::uint64_t* ctl;           // [ctl_words]: see ctl_fresh, ctl_hand, ctl_evicted, ctl_unused
     std::uint64_t* counters;      // [counter_shards * counter_stride]
     std::byte* host;              // backing store: the data, `bytes` long
     std::byte* frames;            // frame pool: frames << page_shift bytes
@@ -99,6 +109,39 @@ struct Step {
     std::uint32_t victim_dirty;
 };
 
+// Adaptive admission's measurement: how many evicted pages were never hit since their fill. The
+// window restarts every thrash_window evictions (a racy reset only blurs one window).
+UMEM_HD inline void note_eviction(const PagerView& v, bool reused) {
+    if (v.admission != Admission::adaptive) return;
+    if (!reused) atom::count(&v.ctl[ctl_unused], std::uint64_t{1});
+    if (atom::fetch_add(&v.ctl[ctl_evicted], std::uint64_t{1}) + 1 >= thrash_window) {
+        atom::store(&v.ctl[ctl_evicted], std::uint64_t{0});
+        atom::store(&v.ctl[ctl_unused], std::uint64_t{0});
+    }
+}
+
+// Thrashing: at least 64 evictions seen in this window and 3 in 4 of them wasted a fill.
+UMEM_HD inline bool thrashing(const PagerView& v) {
+    std::uint64_t evicted = atom::peek(&v.ctl[ctl_evicted]), unused = atom::peek(&v.ctl[ctl_unused]);
+    return evicted >= 64 && unused * 4 > evicted * 3;
+}
+
+// While thrashing, a miss is admitted with probability 1/64 (hash of the page and the window).
+UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
+    std::uint64_t h = (page ^ (atom::peek(&v.ctl[ctl_evicted]) << 32)) * 0x9e3779b97f4a7c15ull;
+    return (h >> 58) == 0;
+}
+
+UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
+    switch (v.admission) {
+        case Admission::migrate: return true;
+        case Admission::second_touch: return e.is(Pte::touched);
+        case Admission::read_through: return false;
+        case Admission::adaptive: return !thrashing(v) || sampled(v, page);
+    }
+    return true;
+}
+
 // Frame for a fill: a never-used one, else one taken from a resident page by the eviction hand.
 // The sweep is bounded (two turns of the clock), so a filler never waits for a frame.
 struct Claim {
@@ -108,12 +151,12 @@ struct Claim {
 };
 
 UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
-    std::uint64_t* fresh = &v.ctl[0];
+    std::uint64_t* fresh = &v.ctl[ctl_fresh];
     if (atom::peek(fresh) < v.frames_n) {
         std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
         if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, false};
     }
-    std::uint64_t* hand = &v.ctl[16];
+    std::uint64_t* hand = &v.ctl[ctl_hand];
     std::uint64_t steps = 2ull * v.frames_n + 1;
     for (std::uint64_t i = 0; i < steps; ++i) {
         std::uint64_t tick = atom::fetch_add(hand, std::uint64_t{1});
@@ -133,6 +176,7 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
         // resident (2) -> evicting (3): +1 in the state field; pins stay 0 or the CAS fails.
         if (atom::cas(slot, expected, e.word + 1)) {
             v.count(shard, c_evictions);
+            note_eviction(v, e.is(Pte::reused));
             return {f, page, e.is(Pte::dirty)};
         }
     }
@@ -146,16 +190,17 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
     std::uint64_t* slot = &v.pte[page];
     Pte e{atom::fetch_add(slot, Pte::pin_one)};
     switch (e.state()) {
-        case PageState::resident:
+        case PageState::resident: {
             v.count(shard, c_hits);
-            if (!e.is(Pte::referenced) && v.eviction == Eviction::clock) atom::fetch_or(slot, Pte::referenced);
-            if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
+            // At most one more atomic, and only until the bits are set.
+            std::uint64_t set = (e.is(Pte::reused) ? 0 : Pte::reused) | (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
+                                (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0);
+            if (set != 0) atom::fetch_or(slot, set);
             return {Step::hit, e.frame(), no_page, 0};
+        }
         case PageState::host: {
             v.count(shard, c_faults);
-            bool migrate = v.admission == Admission::migrate ||
-                           (v.admission == Admission::second_touch && e.is(Pte::touched));
-            if (!migrate) {
+            if (!admit(v, page, e)) {
                 if (v.admission == Admission::second_touch) atom::fetch_or(slot, Pte::touched);
                 v.count(shard, c_read_through);
                 return {Step::host, 0, no_page, 0};  // pinned: the host copy stays authoritative

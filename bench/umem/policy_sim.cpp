@@ -96,11 +96,11 @@ int main() {
     const std::uint64_t pages = 1u << 15;  // 128 MiB of 4 KiB pages
     std::vector<Trace> traces{gathers(pages, pages), hotset(pages, pages), scans(pages),
                               hot_under_scan(pages), bfs(16)};
-    std::printf("| trace | pool | admission | eviction | hit rate | MiB moved in |\n|---|---|---|---|---|---|\n");
+    std::printf("| trace | pool | admission | eviction | hit rate | MiB moved in | read through |\n|---|---|---|---|---|---|---|\n");
     for (const Trace& t : traces) {
         std::vector<std::byte> data(t.pages * kPage);
         for (unsigned pct : {50u, 25u})
-            for (Admission a : {Admission::migrate, Admission::second_touch})
+            for (Admission a : {Admission::migrate, Admission::second_touch, Admission::adaptive})
                 for (Eviction e : {Eviction::clock, Eviction::fifo, Eviction::random}) {
                     Config c;
                     c.bytes = t.pages * kPage;
@@ -110,9 +110,10 @@ int main() {
                     HostPager p(c, data.data());
                     for (std::uint32_t page : t.seq) p.access(page, false);
                     Stats s = p.stats();
-                    std::printf("| %s | %u%% | %s | %s | %.3f | %llu |\n", t.name.c_str(), pct, name(a), name(e),
+                    std::printf("| %s | %u%% | %s | %s | %.3f | %llu | %.3f |\n", t.name.c_str(), pct, name(a), name(e),
                                 double(s[c_hits]) / double(t.seq.size()),
-                                static_cast<unsigned long long>(s[c_bytes_in] >> 20));
+                                static_cast<unsigned long long>(s[c_bytes_in] >> 20),
+                                double(s[c_read_through]) / double(t.seq.size()));
                 }
     }
     return 0;

@@ -334,10 +334,11 @@ private:
     bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
 
     std::vector<UmemVariant> variants(bool copy_engine) const {
-        std::vector<UmemVariant> v{{Admission::migrate, Engine::gpu_threads, 0},
+        std::vector<UmemVariant> v{{Admission::adaptive, Engine::gpu_threads, 0},
+                                   {Admission::migrate, Engine::gpu_threads, 0},
                                    {Admission::second_touch, Engine::gpu_threads, 0},
                                    {Admission::read_through, Engine::gpu_threads, 0}};
-        if (copy_engine) v.push_back({Admission::migrate, Engine::copy_engine, 0});
+        if (copy_engine) v.push_back({Admission::adaptive, Engine::copy_engine, 0});
         return v;
     }
 
@@ -425,7 +426,7 @@ private:
         if (!opt_.uvm || uvm_) return;
         try {
             uvm_ = std::make_unique<Managed>(bytes_);
-            std::memcpy(uvm_->p, data_.p, bytes_);
+            parallel_for(pages_, [&](std::uint64_t pg) { std::memcpy(uvm_->p + pg * kPage, data_.p + pg * kPage, kPage); });
         } catch (const Error& e) {
             std::printf("UVM baselines skipped: %s\n", e.what());
             uvm_.reset();
@@ -613,15 +614,15 @@ private:
     Launch launch_{};
 };
 
-// The short table: per workload and pass, each method's GB/s and ratios to the baselines.
+// The short table: the baselines, then per workload, pass and pool the best umem method, with
+// ratios to zero-copy and to UVM (same pass). Every row is in the --detail file.
 void summary() {
     auto find = [](const std::string& w, const std::string& pass, const std::string& m) -> const Row* {
         for (const Row& r : results)
-            if (r.workload == w && r.pass == pass && r.method == m && r.pool == "-") return &r;
+            if (r.workload == w && r.pass == pass && r.method == m) return &r;
         return nullptr;
     };
-    std::printf("\n| workload | pass | method | pool | GB/s | x zero-copy | x UVM | ok |\n|---|---|---|---|---|---|---|---|\n");
-    for (const Row& r : results) {
+    auto line = [&](const Row& r) {
         const Row* z = find(r.workload, r.pass, "zero-copy");
         if (!z) z = find(r.workload, "1", "zero-copy");  // zero-copy does not change between passes
         const Row* u = find(r.workload, r.pass, "UVM");
@@ -629,7 +630,23 @@ void summary() {
         std::string xu = u ? log::concat(r.gbps() / u->gbps()) : "-";
         std::printf("| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.workload.c_str(), r.pass.c_str(), r.method.c_str(),
                     r.pool.c_str(), r.gbps(), xz.c_str(), xu.c_str(), r.ok ? "ok" : "WRONG");
+    };
+    std::printf("\n| workload | pass | method | pool | GB/s | x zero-copy | x UVM | ok |\n|---|---|---|---|---|---|---|---|\n");
+    std::vector<const Row*> best;
+    for (const Row& r : results) {
+        if (r.pool == "-") {
+            line(r);
+            continue;
+        }
+        auto same = std::find_if(best.begin(), best.end(), [&](const Row* b) {
+            return b->workload == r.workload && b->pass == r.pass && b->pool == r.pool;
+        });
+        if (same == best.end()) best.push_back(&r);
+        else if (r.gbps() > (*same)->gbps()) *same = &r;
     }
+    for (const Row* r : best) line(*r);
+    bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok; });
+    std::printf("%zu results, %s\n", results.size(), all_ok ? "all checked against the CPU: ok" : "SOME WRONG");
 }
 
 Options parse(int argc, char** argv) {

@@ -236,6 +236,34 @@ TEST_CASE("admission: second touch migrates, read-through never does") {
     CHECK(never.stats()[c_read_through] == 3);
 }
 
+TEST_CASE("adaptive admission: migrates what fits, reads through when the pool thrashes") {
+    const std::uint64_t pages = 1024;
+    std::vector<std::uint64_t> d = numbered(pages);
+    HostPager fits(config(pages, 64, Admission::adaptive), bytes(d));
+    for (int pass = 0; pass < 4; ++pass)
+        for (std::uint64_t pg = 0; pg < 64; ++pg) {
+            auto a = fits.access(pg * 7, false);
+            CHECK(word(a, 5) == pg * 7 * kWords + 5);
+        }
+    CHECK(fits.stats()[c_fills] == 64);
+    CHECK(fits.stats()[c_hits] == 3 * 64);
+
+    HostPager scan(config(pages, 64, Admission::adaptive), bytes(d));
+    HostPager naive(config(pages, 64, Admission::migrate), bytes(d));
+    for (int pass = 0; pass < 4; ++pass)
+        for (std::uint64_t pg = 0; pg < pages; ++pg) {
+            auto a = scan.access(pg, false);
+            auto b = naive.access(pg, false);
+            CHECK(word(a, 9) == pg * kWords + 9);
+        }
+    Stats s = scan.stats(), n = naive.stats();
+    CHECK(n[c_hits] == 0);              // a cyclic scan larger than the pool defeats CLOCK
+    CHECK(n[c_fills] == 4 * pages);
+    CHECK(s[c_read_through] > pages);   // thrash detected: most misses read in place
+    CHECK(s[c_fills] < pages);          // only a sample is admitted...
+    CHECK(s[c_hits] > 0);               // ...and what stays resident is hit on the next pass
+}
+
 TEST_CASE("a sequential stream prefetches the next pages") {
     std::vector<std::uint64_t> d = numbered(16);
     Config c = config(16, 16);
