@@ -203,6 +203,7 @@ void record(Row r) {
     if (detail)
         std::fprintf(detail, "| %s | %s | %s | %s | %.3f | %.2f | %s | %s |\n", r.workload.c_str(), r.pass.c_str(),
                      r.method.c_str(), r.pool.c_str(), r.ms, r.gbps(), r.ok ? "ok" : "WRONG", r.note.c_str());
+    if (detail) std::fflush(detail);
     results.push_back(std::move(r));
 }
 
