@@ -15,7 +15,8 @@ namespace {
 
 const char* usage =
     "usage: bardrive bench [--sizes 4K..1G] [--reps N] [--warmup N] [--only METHODS] [--window BDF/BAR]\n"
-    "                      [--window-max SIZE] [--no-latency] [--json FILE|-] [--svg FILE] [--quiet]\n"
+    "                      [--window-max SIZE] [--nics TX,RX] [--no-latency] [--json FILE|-] [--svg FILE]\n"
+    "                      [--quiet]\n"
     "\n"
     "Measures each path the machine can do and lists the others with the reason:\n"
     "  ce        host <-> GPU by copy engine (cudaMemcpyAsync); reference: cudaMemcpy, same run\n"
@@ -26,7 +27,7 @@ const char* usage =
     "  nopeer    GPU -> GPU, peer access off (the driver stages through host memory)\n"
     "  mmio-wc   host <-> BAR window by CPU through sysfs resourceN_wc (write-combining)\n"
     "  mmio-uc   host <-> BAR window by CPU through sysfs resourceN (uncached)\n"
-    "  nic       NIC DMA into a BAR window and into host memory\n"
+    "  nic       igb NIC RX DMA into host memory, then into the BAR window (frames of 64, 512, 1514 B)\n"
     "Host memory is pinned on each NUMA node (host0, host1, ...). Sizes double from MIN to MAX\n"
     "('4K..1G:4' steps by 4, or list them: '4K,1M,64M'); each figure is the median of --reps timed\n"
     "runs (default 5) after --warmup runs (default 1), timed with CUDA events where a GPU is involved.\n"
@@ -36,6 +37,8 @@ const char* usage =
     "  --only METHODS    comma-separated methods from the list above (default: all)\n"
     "  --window BDF/BAR  a memory BAR the CPU paths may overwrite, e.g. 0000:00:05.0/2 (an ivshmem BAR)\n"
     "  --window-max SIZE largest size swept over the window (default 16M; uncached reads are slow)\n"
+    "  --nics TX,RX      two igb NICs bound to vfio-pci on one link, for the nic paths\n"
+    "                    (the window must then be bound to vfio-pci too)\n"
     "  --no-latency      skip the small-transfer latencies\n"
     "  --json FILE       also write the report as JSON ('-': JSON alone on stdout)\n"
     "  --svg FILE        also write a plot of bandwidth against size\n"
@@ -75,7 +78,7 @@ int to_count(const std::string& flag, const std::string& v, int least) {
 
 int run_bench(const CommandArgs& argv) {
     Args args("bench", argv, {"help", "no-latency", "quiet"},
-              {"sizes", "reps", "warmup", "only", "window", "window-max", "json", "svg"});
+              {"sizes", "reps", "warmup", "only", "window", "window-max", "nics", "json", "svg"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;
@@ -99,6 +102,7 @@ int run_bench(const CommandArgs& argv) {
     }
     if (auto w = args.value("window")) opt.window = bench::parse_window(*w);
     if (auto m = args.value("window-max")) opt.window_max = bench::parse_size(*m);
+    if (auto n = args.value("nics")) opt.nics = bench::parse_nics(*n);
     const auto json = args.value("json");
     const bool json_only = json && *json == "-";
     opt.progress = !args.has("quiet") && !json_only;

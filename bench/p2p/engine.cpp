@@ -70,12 +70,10 @@ Report run(const Options& opt) {
                                opt.window->bdf.str(), -1});
     for (auto& p : run_window_paths(opt.window, opt.sweep, progress, opt.window_max)) r.paths.push_back(std::move(p));
 
-    if (opt.sweep.wants("nic"))
-        for (const char* dst : {"bar", "host0"}) {
-            PathResult p = make_path("nic", "nic0", dst, false);
-            p.reason = "needs nic::Igb, which this build does not have yet";
-            r.paths.push_back(p);
-        }
+    if (opt.nics)
+        r.endpoints.push_back({"nic", log::concat("igb ", opt.nics->rx.str(), " receiving from igb ", opt.nics->tx.str()),
+                               opt.nics->rx.str(), -1});
+    for (auto& p : run_nic_paths(opt.nics, opt.window, opt.sweep, progress)) r.paths.push_back(std::move(p));
     progress.finish();
 
     // The map: classes and link rates from the live PCI topology. Without it the figures stand.

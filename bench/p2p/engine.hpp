@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/p2p/nic.hpp"
 #include "bench/p2p/report.hpp"
 #include "bench/p2p/sweep.hpp"
 #include "bench/p2p/window.hpp"
@@ -15,6 +16,7 @@ struct Options {
     SweepConfig sweep;
     std::optional<WindowSpec> window;
     std::uint64_t window_max = 16ull << 20;  // largest size swept over a BAR window
+    std::optional<NicPair> nics;             // igb NICs for the NIC paths
     bool progress = true;                    // a progress bar, when stdout is a terminal
     std::string command;                     // recorded in the report
 };

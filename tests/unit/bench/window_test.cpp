@@ -10,6 +10,7 @@
 #include <fstream>
 #include <vector>
 
+#include "bench/p2p/nic.hpp"
 #include "bench/p2p/pattern.hpp"
 #include "bench/p2p/window.hpp"
 #include "core/error.hpp"
@@ -133,4 +134,29 @@ TEST_CASE("no window, a missing BAR and a device bound to a driver give clear an
     only_uc.methods = {"mmio-uc"};
     fs::remove(sys.dev / "driver");
     CHECK(run_window_paths(win, only_uc, quiet, 16 << 20, sys.root.string()).size() == 2);
+}
+
+TEST_CASE("NIC pairs are parsed; NIC rows say why when they cannot run") {
+    auto n = parse_nics("0000:01:00.0,02:00.0");
+    CHECK(n.tx.bus == 1);
+    CHECK(n.rx.bus == 2);
+    CHECK_THROWS_AS(parse_nics("0000:01:00.0"), bardrive::Error);
+    CHECK_THROWS_AS(parse_nics("01:00.0,01:00.0"), bardrive::Error);
+    CHECK_THROWS_AS(parse_nics("01:00.0,x"), bardrive::Error);
+
+    Progress quiet(false);
+    auto rows = run_nic_paths(std::nullopt, std::nullopt, quick(), quiet);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].reason.find("--nics") != std::string::npos);
+    // Devices that are not there (or no VFIO on this machine): unavailable with vfio's own reason.
+    rows = run_nic_paths(parse_nics("00ff:1f:1f.6,00ff:1f:1f.7"), win, quick(), quiet);
+    REQUIRE(rows.size() == 2);
+    for (const auto& r : rows) {
+        INFO(r.id << ": " << r.reason);
+        CHECK_FALSE(r.available());
+        CHECK(r.points.empty());
+    }
+    SweepConfig only_ce = quick();
+    only_ce.methods = {"ce"};
+    CHECK(run_nic_paths(std::nullopt, std::nullopt, only_ce, quiet).empty());
 }
