@@ -1,6 +1,7 @@
 #include "pci/source.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/fd.hpp"
 #include "core/file.hpp"
 #include "core/log.hpp"
 
@@ -49,12 +51,21 @@ std::string LiveSource::map(const std::string& path) const {
 
 std::optional<std::string> LiveSource::text(const std::string& path) { return file::try_read_text(map(path)); }
 
+// Reads at most max_bytes: sysfs "config" turns every byte asked for into config cycles.
 std::optional<std::vector<std::uint8_t>> LiveSource::bytes(const std::string& path, std::size_t max_bytes) {
-    try {
-        return file::read_bytes(map(path), max_bytes);
-    } catch (const Error&) {
-        return std::nullopt;
+    UniqueFd fd(::open(map(path).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return std::nullopt;
+    std::vector<std::uint8_t> out(max_bytes);
+    std::size_t got = 0;
+    while (got < max_bytes) {
+        ssize_t n = ::read(fd.get(), out.data() + got, max_bytes - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
     }
+    out.resize(got);
+    return out;
 }
 
 std::optional<std::string> LiveSource::link(const std::string& path) {

@@ -309,7 +309,11 @@ Topology read_topology(Source& src) {
 
         // Config space first: sysfs attributes below override what they also say.
         ConfigInfo cfg;
-        if (auto bytes = src.bytes(dir + "config", config_max)) {
+        // The first 256 bytes, then extended space only for PCI Express functions: every config read
+        // may trap to a hypervisor or walk ECAM, and 4 KiB of a function without it costs ~1000 reads.
+        auto bytes = src.bytes(dir + "config", 256);
+        if (bytes && bytes->size() == 256 && parse_config(*bytes).port_type) bytes = src.bytes(dir + "config", config_max);
+        if (bytes) {
             cfg = parse_config(*bytes);
             d.config_bytes = bytes->size();
             for (const auto& w : cfg.warnings) d.warnings.push_back(dir + "config: " + w);
