@@ -30,6 +30,10 @@ version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ];
 
 need_bp=$(missing "${BACKPORTS_PKGS[@]}")
 need=$(missing "${PKGS[@]}")
+# iommufd and vfio cdev UAPI (linux/iommufd.h, VFIO_DEVICE_BIND_IOMMUFD) need Linux >= 6.6 headers.
+if [ ! -f /usr/include/linux/iommufd.h ]; then
+    need_bp=$(printf '%s\nlinux-libc-dev\n' "$need_bp" | sort -u)
+fi
 if command -v meson >/dev/null && ! version_ge "$(meson --version)" "$MIN_MESON"; then
     need_bp=$(printf '%s\nmeson\n' "$need_bp" | sort -u)
 fi
@@ -74,5 +78,6 @@ fi
 
 still=$(missing "${BACKPORTS_PKGS[@]}" "${PKGS[@]}")
 [ -z "$still" ] || die "still missing after install: $(echo $still)"
+[ -f /usr/include/linux/iommufd.h ] || die "linux/iommufd.h still missing: install it with 'apt-get install -t bookworm-backports linux-libc-dev'"
 version_ge "$(meson --version)" "$MIN_MESON" || die "meson $(meson --version) is older than $MIN_MESON: install it with 'apt-get install -t bookworm-backports meson'"
 say "done"
