@@ -94,7 +94,7 @@ class BadInput(unittest.TestCase):
             rc, out = lab('run', 'basic', '--', 'true', env=env)
             self.assertEqual(rc, 77, out)  # under meson: SKIPPED, with the reason
             self.assertIn('the guest kernel cannot be prepared', out)
-            self.assertEqual(sorted(os.listdir(cache)), ['.lock', 'debian.resolved.json'])  # nothing half-made
+            self.assertEqual(sorted(os.listdir(cache)), ['.lock-debian', 'debian.resolved.json'])  # nothing half-made
 
     def test_stale_cache_is_rebuilt(self):
         with tempfile.TemporaryDirectory() as cache, tempfile.NamedTemporaryFile('w', suffix='.conf') as conf:
