@@ -286,8 +286,9 @@ void print_show(const Topology& t, std::size_t i) {
                 hex4(d.device_id).c_str(), hex4(d.subsystem_vendor_id).c_str(), hex4(d.subsystem_id).c_str(),
                 hex_class(d.class_code).c_str(), d.class_name.c_str(), device_kind(d).c_str());
     std::printf("  role:       %s%s\n", role_name(d.role),
-                d.port_type ? (std::string(" (PCIe capability: ") + port_type_name(*d.port_type) + ")").c_str()
-                            : " (inferred: PCI Express capability not read)");
+                d.port_type   ? (std::string(" (PCIe capability: ") + port_type_name(*d.port_type) + ")").c_str()
+                : d.is_bridge ? " (inferred from the tree: PCI Express capability not read)"
+                              : "");
     std::printf("  driver:     %s\n", d.driver.empty() ? "(none)" : d.driver.c_str());
     if (d.iommu_group >= 0) {
         std::string m;
