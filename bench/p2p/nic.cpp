@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -27,7 +28,7 @@ NicPair parse_nics(std::string_view text) {
 
 namespace {
 
-constexpr std::uint64_t frames_per_run = 4096;
+constexpr std::uint64_t frames_per_run = 16384;
 constexpr std::uint32_t burst = 32;
 
 // What one timed run saw: frames that arrived intact and in order, and those that did not.
@@ -79,26 +80,39 @@ RunResult send_frames(nic::Igb& tx, nic::Igb& rx, dma::BufferPool& tx_pool, std:
     return r;
 }
 
-// One row's sweep over the frame sizes; a lost or wrong frame fails the row.
-void measure(PathResult& row, nic::Igb& tx, nic::Igb& rx, dma::BufferPool& tx_pool, const SweepConfig& cfg,
-             Progress& progress, std::uint64_t& seq, const PathResult* reference) {
+// Where NIC B receives: its own RX buffer pool, and the row the figures go to.
+struct Target {
+    PathResult* row;
+    dma::BufferPool* pool;
+    std::vector<double> rates;
+};
+
+// Both rows over the frame sizes, alternating host and window run by run so that both see the
+// same machine (the lab shares its cores); NIC B is set up afresh on the other pool each time,
+// outside the timed part. A lost or wrong frame fails the row.
+void measure(std::vector<Target>& targets, vfio::Device& rx_dev, nic::Igb& tx, dma::IovaAllocator& iovas,
+             dma::BufferPool& tx_pool, const SweepConfig& cfg, Progress& progress) {
+    std::uint64_t seq = 0;
     for (std::uint32_t len : nic_frame_sizes) {
-        progress.step(row.id + " " + format_size(len) + " frames");
-        std::vector<double> rates;
-        for (int i = 0; i < cfg.warmup + cfg.repetitions; ++i) {
-            RunResult r = send_frames(tx, rx, tx_pool, len, seq);
-            if (r.good != frames_per_run && row.failure.empty())
-                row.failure = log::concat(frames_per_run - r.good, " of ", frames_per_run, " frames of ", len,
-                                          " bytes lost or wrong (", r.bad, " arrived wrong or out of order)");
-            if (i >= cfg.warmup && r.seconds > 0) rates.push_back(static_cast<double>(r.good) * len / r.seconds / 1e9);
+        progress.step("nic " + format_size(len) + " frames");
+        for (auto& t : targets) t.rates.clear();
+        for (int i = 0; i < cfg.warmup + cfg.repetitions; ++i)
+            for (auto& t : targets) {
+                nic::Igb rx(rx_dev, iovas, *t.pool, nic::IgbOptions{});
+                RunResult r = send_frames(tx, rx, tx_pool, len, seq);
+                if (r.good != frames_per_run && t.row->failure.empty())
+                    t.row->failure = log::concat(frames_per_run - r.good, " of ", frames_per_run, " frames of ", len,
+                                                 " bytes lost or wrong (", r.bad, " arrived wrong or out of order)");
+                if (i >= cfg.warmup && r.seconds > 0)
+                    t.rates.push_back(static_cast<double>(r.good) * len / r.seconds / 1e9);
+            }
+        for (auto& t : targets) {
+            Point p;
+            p.bytes = len;
+            p.gbps = median(t.rates);
+            if (&t != &targets.front()) p.ref_gbps = targets.front().row->points.back().gbps;
+            t.row->points.push_back(p);
         }
-        Point p;
-        p.bytes = len;
-        p.gbps = median(rates);
-        if (reference)
-            for (const auto& q : reference->points)
-                if (q.bytes == len) p.ref_gbps = q.gbps;
-        row.points.push_back(p);
     }
 }
 
@@ -129,26 +143,25 @@ std::vector<PathResult> run_nic_paths(const std::optional<NicPair>& nics, const 
         dma::IovaAllocator iovas(domain);
         dma::BufferPool tx_pool(domain, iovas, 2048, 4096);
         dma::BufferPool rx_host(domain, iovas, 2048, 4096);
-        nic::IgbOptions o;
-        nic::Igb tx(a, iovas, tx_pool, o);
-        progress.add_total(static_cast<int>(std::size(nic_frame_sizes)) * (window ? 2 : 1));
-        std::uint64_t seq = 0;
-        {
-            nic::Igb rx(b, iovas, rx_host, o);
-            measure(host, tx, rx, tx_pool, cfg, progress, seq, nullptr);
-        }
+        nic::Igb tx(a, iovas, tx_pool, nic::IgbOptions{});
+        std::vector<Target> targets{{&host, &rx_host, {}}};
+        // The window: a peer BAR in the same IOMMU domain, NIC B's receive buffers carved from it.
+        std::unique_ptr<vfio::Device> w;
+        std::optional<dma::PeerWindow> pw;
+        std::optional<dma::BufferPool> rx_window;
         if (window) {
             try {
-                vfio::Device w = vfio::Device::open(domain, window->bdf);
-                dma::PeerWindow pw = dma::PeerWindow::map(domain, iovas, w, static_cast<unsigned>(window->bar));
-                dma::BufferPool rx_window(pw, 2048);
+                w = std::make_unique<vfio::Device>(vfio::Device::open(domain, window->bdf));
+                pw.emplace(dma::PeerWindow::map(domain, iovas, *w, static_cast<unsigned>(window->bar)));
+                rx_window.emplace(*pw, 2048);
                 bar.dst_bdf = window->bdf.str();
-                nic::Igb rx(b, iovas, rx_window, o);
-                measure(bar, tx, rx, tx_pool, cfg, progress, seq, &host);
+                targets.push_back({&bar, &*rx_window, {}});
             } catch (const Error& e) {
                 bar.reason = e.what();
             }
         }
+        progress.add_total(static_cast<int>(std::size(nic_frame_sizes)));
+        measure(targets, b, tx, iovas, tx_pool, cfg, progress);
     } catch (const Error& e) {
         for (auto& r : rows)
             if (r.available() && r.points.empty()) r.reason = e.what();
