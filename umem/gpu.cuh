@@ -126,9 +126,11 @@ public:
         std::byte* p = acquire(view_, page, write, g, m);
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T))};
     }
-    __device__ void warp_release(std::uint64_t page) const {
+    // `wrote`: the warp wrote the page; its stores are fenced before the unpin. Read-only
+    // accesses skip the fence (their loads have returned before the warp syncs).
+    __device__ void warp_release(std::uint64_t page, bool wrote = true) const {
         WarpGroup g = WarpGroup::self();
-        __threadfence();  // this warp's writes to the page before the unpin
+        if (wrote) __threadfence();
         release(view_, page, g);
     }
 

@@ -120,10 +120,10 @@ UMEM_HD inline void note_eviction(const PagerView& v, bool reused) {
     }
 }
 
-// Thrashing: at least 64 evictions seen in this window and 3 in 4 of them wasted a fill.
+// Thrashing: at least 64 evictions seen in this window and half of them wasted a fill.
 UMEM_HD inline bool thrashing(const PagerView& v) {
     std::uint64_t evicted = atom::peek(&v.ctl[ctl_evicted]), unused = atom::peek(&v.ctl[ctl_unused]);
-    return evicted >= 64 && unused * 4 > evicted * 3;
+    return evicted >= 64 && unused * 2 > evicted;
 }
 
 // While thrashing, a miss is admitted with probability 1/64 (hash of the page and the window).

@@ -38,7 +38,7 @@ __global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::u
         unsigned wrong = 0;
         for (std::uint64_t w = lane; w < kPattern; w += 32) wrong += load_cg(r.data + w) != page * kWords + w;
         if (write && lane == 0) r.data[kPattern + warp] = load_cg(r.data + kPattern + warp) + 1;
-        a.warp_release(page);
+        a.warp_release(page, write);
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
     }
