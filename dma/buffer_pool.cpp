@@ -1,6 +1,8 @@
 #include "dma/buffer_pool.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -20,9 +22,26 @@ BufferPool::BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t b
         throw Error("create buffer pool", log::concat(count, " x ", buffer_size, " bytes"), "larger than 1 TiB");
     memory_ = Memory::allocate(stride_ * count, options);
     mapping_ = Mapping::map(domain, iovas, memory_);
+    base_ = memory_.data();
+    base_iova_ = mapping_.iova();
     free_.resize(count);
     for (std::uint32_t i = 0; i < count; ++i) free_[i] = count - 1 - i;  // hands out index 0 first
     top_ = count;
+}
+
+BufferPool::BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count)
+    : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
+    const std::size_t fit = buffer_size == 0 ? 0 : window.size() / stride_;
+    if (count_ == 0) count_ = static_cast<std::uint32_t>(std::min<std::size_t>(fit, UINT32_MAX));
+    if (buffer_size == 0 || count_ == 0 || count_ > fit)
+        throw Error("create buffer pool", window.cpu().name(),
+                    log::concat(count, " x ", buffer_size, " bytes do not fit in a window of ", window.size(), " bytes"),
+                    "use a larger window or fewer/smaller buffers");
+    base_ = const_cast<std::byte*>(reinterpret_cast<volatile std::byte*>(window.cpu().data() + window.bar_offset()));
+    base_iova_ = window.iova();
+    free_.resize(count_);
+    for (std::uint32_t i = 0; i < count_; ++i) free_[i] = count_ - 1 - i;
+    top_ = count_;
 }
 
 bool BufferPool::alloc(Buffer& out) noexcept {
@@ -40,7 +59,7 @@ void BufferPool::free(std::uint32_t index) noexcept {
 
 BufferPool::Buffer BufferPool::at(std::uint32_t index) const noexcept {
     const std::size_t off = std::size_t{index} * stride_;
-    return {memory_.data() + off, mapping_.iova() + off, index};
+    return {base_ + off, base_iova_ + off, index};
 }
 
 }  // namespace bardrive::dma

@@ -7,6 +7,7 @@
 
 #include "mapping.hpp"
 #include "memory.hpp"
+#include "peer_window.hpp"
 
 namespace bardrive::dma {
 
@@ -24,6 +25,10 @@ public:
 
     BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t buffer_size, std::uint32_t count,
                const MemoryOptions& options = {});
+    // Buffers carved from a peer window instead (a NIC receiving straight into another device's BAR);
+    // count 0: as many as fit. Buffer::data points into the window's CPU mapping (uncached on real BARs).
+    // Nothing of its own is mapped (mapping() is empty); the window must outlive the pool.
+    BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count = 0);
 
     bool alloc(Buffer& out) noexcept;            // false when the pool is empty
     void free(std::uint32_t index) noexcept;     // index from a Buffer this pool gave out
@@ -41,6 +46,8 @@ private:
     std::size_t buffer_size_;
     std::size_t stride_;
     std::uint32_t count_;
+    std::byte* base_ = nullptr;  // buffer 0, in memory_ or in a peer window
+    std::uint64_t base_iova_ = 0;
     std::vector<std::uint32_t> free_;  // stack of free indices; capacity fixed at construction
     std::size_t top_ = 0;
 };

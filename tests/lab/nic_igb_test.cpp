@@ -5,6 +5,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
 #include "nic/igb.hpp"
+#include "nic/igb_regs.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -243,35 +245,45 @@ TEST_CASE("igb: RX buffers in the ivshmem window; the frames are in the window, 
     for (const Packet& p : held) Igb::release(p);
 }
 
-TEST_CASE("igb: poisoned RX descriptors are counted drops; the ring keeps working") {
+TEST_CASE("igb: descriptors the device wrote back with impossible values are counted drops; the ring keeps working") {
     Bed bed;
+    // QEMU's model drops, uncounted, frames queued beyond the free descriptors when the ring is
+    // replenished: keep the ring larger than a burst of send_and_check.
     IgbOptions o;
-    o.rx_ring = 16;
+    o.rx_ring = 64;
     Igb a(*bed.a, *bed.iovas, *bed.pool);
     Igb b(*bed.b, *bed.iovas, *bed.pool, o);
-    // Pretend the device wrote back three descriptors with lengths that cannot be (0, 0xffff, 13) and a
-    // fourth as the middle of a chain, at the slots the driver reads next.
+    // Five real frames: the device writes back five descriptors...
+    for (std::uint64_t seq = 0; seq < 5; ++seq) {
+        dma::BufferPool::Buffer buf;
+        REQUIRE(bed.pool->alloc(buf));
+        auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
+        nic::write_test_frame(d, 100, b.mac(), a.mac(), seq);
+        Packet p{d, buf.iova, 100, buf.index, bed.pool.get()};
+        REQUIRE(a.tx_burst(0, std::span(&p, 1)) == 1);
+    }
     auto descs = b.rx_descriptors(0);
     std::uint32_t next = b.rx_next_to_clean(0);
+    auto done = [&](std::uint32_t i) {
+        return std::atomic_ref<std::uint32_t>(descs[(next + i) % descs.size()].wb.status_error).load() &
+               nic::igb::rxd::DD;
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done(4) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(done(4));
+    // ... and before the driver looks, they are made to lie: lengths 0, 0xffff and 13, then a frame
+    // claiming to continue into the next descriptor (no EOP) whose end has a sane length.
     const std::uint16_t lens[] = {0, 0xffff, 13};
-    for (int i = 0; i < 3; ++i) {
-        auto& d = descs[(next + i) % descs.size()];
-        d.wb.length = lens[i];
-        d.wb.status_error = nic::igb::rxd::DD | nic::igb::rxd::EOP;
-    }
-    auto& chain = descs[(next + 3) % descs.size()];
-    chain.wb.length = 2048;
-    chain.wb.status_error = nic::igb::rxd::DD;  // no EOP: continues into the next descriptor
-    auto& chain_end = descs[(next + 4) % descs.size()];
-    chain_end.wb.length = 100;
-    chain_end.wb.status_error = nic::igb::rxd::DD | nic::igb::rxd::EOP;
+    for (int i = 0; i < 3; ++i) descs[(next + i) % descs.size()].wb.length = lens[i];
+    descs[(next + 3) % descs.size()].wb.status_error = nic::igb::rxd::DD;
     Packet got[16];
     CHECK(b.rx_burst(0, got) == 0);
     CHECK(b.rx_stats(0).bad_length == 3);
     CHECK(b.rx_stats(0).chained == 2);
-    CHECK(bed.pool->available() == 4096 - 511 - 15);  // no buffer lost: the dropped ones went back to the ring
-    // The device's own view was never disturbed: real frames still arrive intact, over several laps.
-    CHECK(send_and_check(a, b, *bed.pool, 100, {60, 700}) == 100);
+    a.tx_reclaim(0);
+    CHECK(bed.pool->available() == 4096 - 511 - 63);  // no buffer lost: the dropped ones went back to the ring
+    // Real frames still arrive intact, over several laps of the ring.
+    CHECK(send_and_check(a, b, *bed.pool, 300, {60, 700}, 1, 5) == 300);
 }
 
 TEST_CASE("igb: set-up errors are clear and leave the device usable") {
@@ -310,3 +322,4 @@ TEST_CASE("igb: set-up errors are clear and leave the device usable") {
     Igb b(*bed.b, *bed.iovas, *bed.pool);
     CHECK(send_and_check(a, b, *bed.pool, 50, {60}) == 50);
 }
+

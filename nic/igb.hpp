@@ -1,0 +1,150 @@
+// nic::Igb: a userspace driver for the Intel 82576 (QEMU's igb model; real 82576 where the registers match).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../dma/buffer_pool.hpp"
+#include "../dma/iova_allocator.hpp"
+#include "../dma/mapping.hpp"
+#include "../dma/memory.hpp"
+#include "../vfio/device.hpp"
+#include "../vfio/mmio.hpp"
+#include "mac_address.hpp"
+#include "packet.hpp"
+#include "ring.hpp"
+
+namespace bardrive::nic {
+
+enum class Loopback {
+    none,
+    mac,  // RCTL.LBM = 01: frames sent come back to this port's receive path, nothing leaves the port
+    phy,  // PHY BMCR loopback
+};
+
+struct IgbOptions {
+    std::uint16_t rx_queues = 1;  // 1..8; more than one spreads IP flows by RSS (non-IP frames go to queue 0)
+    std::uint16_t tx_queues = 1;  // 1..8
+    std::uint32_t rx_ring = 512;  // descriptors per queue: a power of two from 8 to 32768
+    std::uint32_t tx_ring = 512;
+    bool promiscuous = false;  // accept every unicast and multicast frame
+    Loopback loopback = Loopback::none;
+    bool interrupts = false;   // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
+    int link_timeout_ms = 5000;  // how long init waits for link up before it throws
+};
+
+// Counters the driver keeps per queue (the data path never touches the device to count).
+struct QueueStats {
+    std::uint64_t packets = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t doorbells = 0;     // tail writes: one per batch that moved the tail
+    std::uint64_t bad_length = 0;    // rx: impossible length from the device; tx: frames refused
+    std::uint64_t chained = 0;       // rx: frames spread over several buffers (dropped)
+    std::uint64_t frame_errors = 0;  // rx: the device flagged the frame bad (dropped)
+    std::uint64_t no_buffers = 0;    // rx: refills that found the pool empty
+    std::uint64_t bad_head = 0;      // tx: head write-back out of range (ignored)
+};
+
+// The device's own counters (clear-on-read registers, accumulated here since init), 8.19.
+struct DeviceStats {
+    std::uint64_t rx_packets = 0;     // GPRC
+    std::uint64_t tx_packets = 0;     // GPTC
+    std::uint64_t rx_bytes = 0;       // GORC (includes the 4-byte CRC per frame)
+    std::uint64_t tx_bytes = 0;       // GOTC (includes CRC)
+    std::uint64_t rx_total = 0;       // TPR
+    std::uint64_t tx_total = 0;       // TPT
+    std::uint64_t rx_broadcast = 0;   // BPRC
+    std::uint64_t rx_multicast = 0;   // MPRC
+    std::uint64_t rx_missed = 0;      // MPC
+    std::uint64_t rx_no_buffers = 0;  // RNBC
+    std::uint64_t rx_undersize = 0;   // RUC
+    std::uint64_t rx_oversize = 0;    // ROC
+    std::uint64_t crc_errors = 0;     // CRCERRS
+};
+
+// Taking over: the constructor checks the device (vendor/device ID, BAR 0), enables bus mastering,
+// resets it, brings the link up (throws after link_timeout_ms), reads the MAC address, sets up the
+// rings (descriptor memory from dma::Memory, mapped through `iovas` into the device's domain), fills
+// every RX ring with buffers from `rx_pool` and enables RX and TX. Errors are bardrive::Error naming
+// the device and the step.
+// Data path (never throws or allocates; one thread per queue):
+// - rx_burst(q, out): up to out.size() frames; refills the ring from the pool; one RDT write per call.
+//   The frames' buffers belong to the caller until it gives them back (release(), or tx_burst).
+// - tx_burst(q, pkts): queues frames in order, one TDT write per call; returns how many it took (the
+//   rest stay the caller's). Frames the device has finished with go back to their Packet::pool.
+// - wait_rx(q, ms): interrupt mode; true when RX queue q has (or may have) work.
+// Destruction stops the device (reset) before its rings and buffers go, and returns every buffer.
+// Move-only is not offered: the rings point into this object; keep it in place or in a unique_ptr.
+class Igb {
+public:
+    Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& options = {});
+    ~Igb();
+    Igb(const Igb&) = delete;
+    Igb& operator=(const Igb&) = delete;
+
+    std::uint16_t rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept;
+    std::uint16_t tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept;
+    // Returns finished TX buffers to their pools without sending; how many it freed.
+    std::uint32_t tx_reclaim(std::uint16_t queue) noexcept;
+    bool wait_rx(std::uint16_t queue, int timeout_ms) noexcept;
+    static void release(const Packet& p) noexcept;  // gives a received frame's buffer back to its pool
+
+    MacAddress mac() const noexcept { return mac_; }
+    bool link_up() const noexcept;
+    unsigned link_speed_mbps() const noexcept;
+    void set_promiscuous(bool on) noexcept;
+    void add_multicast(const MacAddress& group) noexcept;  // set its bit in the multicast table
+
+    std::uint16_t rx_queues() const noexcept { return static_cast<std::uint16_t>(rx_.size()); }
+    std::uint16_t tx_queues() const noexcept { return static_cast<std::uint16_t>(tx_.size()); }
+    QueueStats rx_stats(std::uint16_t queue) const noexcept;
+    QueueStats tx_stats(std::uint16_t queue) const noexcept;
+    const DeviceStats& device_stats() noexcept;  // reads the device's counters, adds them up, returns totals
+
+    // Register access for diagnostics and lab tests (forcing a register to see the driver cope).
+    const vfio::Mmio& registers() const noexcept { return bar0_; }
+    const vfio::Device& device() const noexcept { return *dev_; }
+    // The descriptor ring of a queue, as the device sees it (lab tests poison it on purpose).
+    std::span<igb::AdvRxDesc> rx_descriptors(std::uint16_t queue) const noexcept;
+    std::uint32_t rx_next_to_clean(std::uint16_t queue) const noexcept;
+
+private:
+    struct RxQueue {
+        RxRing ring;
+        dma::BufferPool* pool;
+        std::uint32_t last_tail = 0;
+        std::uint64_t doorbells = 0;
+        std::uint64_t no_buffers = 0;
+        igb::AdvRxDesc* descs;
+    };
+    struct TxQueue {
+        TxRing ring;
+        std::uint32_t last_tail = 0;
+        std::uint64_t doorbells = 0;
+    };
+
+    void check_identity() const;
+    void init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool);
+    void reset();
+    void bring_link_up(const IgbOptions& o);
+    void phy_write(std::uint32_t reg, std::uint16_t value);
+    void read_mac();
+    void setup_rx(const IgbOptions& o, dma::BufferPool& pool);
+    void setup_tx(const IgbOptions& o);
+    void setup_interrupts(const IgbOptions& o);
+    void refill(RxQueue& q) noexcept;
+    void stop() noexcept;
+
+    vfio::Device* dev_;
+    vfio::Mmio bar0_;
+    dma::Memory ring_memory_;
+    dma::Mapping ring_mapping_;  // after ring_memory_: leaves the IOMMU first
+    std::vector<RxQueue> rx_;
+    std::vector<TxQueue> tx_;
+    MacAddress mac_;
+    bool interrupts_ = false;
+    DeviceStats device_stats_;
+};
+
+}  // namespace bardrive::nic
