@@ -8,10 +8,12 @@ import glob
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 RUNNER = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
@@ -65,6 +67,27 @@ class Runner(unittest.TestCase):
         ps = subprocess.run(['ps', '-eo', 'args'], capture_output=True, text=True).stdout
         self.assertNotIn(rundir, ps)
         subprocess.run(['rm', '-rf', rundir])
+
+    def test_signals_leave_nothing(self):
+        # SIGTERM: the runner kills QEMU and removes its files itself. SIGKILL: QEMU dies with the
+        # runner (PDEATHSIG) and the next lab/lab command removes the window file left behind.
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            p = subprocess.Popen([RUNNER, 'run', 'basic', '--', 'sleep', '3600'], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 60
+            while not glob.glob(f'/dev/shm/bardrive-lab-{p.pid}-*') and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertTrue(glob.glob(f'/dev/shm/bardrive-lab-{p.pid}-*'), 'the run never started')
+            time.sleep(1)
+            p.send_signal(sig)
+            p.wait()
+            time.sleep(0.5)
+            ps = subprocess.run(['ps', '-eo', 'args'], capture_output=True, text=True).stdout
+            self.assertNotIn(f'bardrive-lab-{p.pid}-', ps, sig)
+            if sig == signal.SIGKILL:
+                lab('run', 'nosuch', '--', 'true')
+            self.assertEqual(glob.glob(f'/dev/shm/bardrive-lab-{p.pid}-*'), [], sig)
+            self.assertEqual(glob.glob(f'{tempfile.gettempdir()}/bardrive-lab-{p.pid}-*'), [], sig)
 
     def test_window_check_passes_and_parallel_runs_stay_apart(self):
         results = {}
