@@ -96,6 +96,10 @@ Topology read_topology(Source& src);
 // cannot load it.
 Topology read_hwloc_xml(const std::string& file);
 
+// Reads `lspci -tv` output (a tree from a bug report): shape and name text only; `name` is used in
+// messages. Throws bardrive::Error when the text holds no PCI function.
+Topology read_lspci_tree(const std::string& text, const std::string& name);
+
 // Finishes a topology a reader assembled: sorts devices, resolves parents[i] (the upstream bridge of
 // devices[i], by address) into indices, fills children, host bridge NUMA nodes and roles. Devices on a
 // root bus name their host bridge by index. Readers and hand-built test topologies both use it.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "pci/p2p.hpp"
 #include "pci/topology.hpp"
@@ -38,6 +39,7 @@ const char* usage =
     "SOURCE (default: this machine):\n"
     "  --sysfs DIR|FILE  a copied /sys folder, or a snapshot file\n"
     "  --hwloc-xml FILE  a topology exported with 'lstopo --of xml FILE' (no config space, no groups)\n"
+    "  --lspci-tv FILE   'lspci -tv' output: tree and names only (filter by --vendor NAME or use --all)\n"
     "FILTERS (matrix, p2p, tree; repeatable):\n"
     "  --class KIND      gpu, nic, nvme, storage, accel, bridge, host-bridge, other, or a hex class prefix (0302)\n"
     "  --vendor ID       hex vendor ID (10de) or part of the vendor name (nvidia)\n"
@@ -103,8 +105,11 @@ struct Loaded {
 Topology load(const Args& args) {
     auto sysfs = args.value("sysfs");
     auto xml = args.value("hwloc-xml");
-    if (sysfs && xml) throw Error("bardrive topo", "--sysfs and --hwloc-xml", "give one source, not both");
+    auto tree = args.value("lspci-tv");
+    if (!!sysfs + !!xml + !!tree > 1)
+        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --lspci-tv", "give one source, not several");
     Topology t;
+    if (tree) return read_lspci_tree(file::read_text(*tree), *tree);  // names are in the text already
     if (xml) {
         t = read_hwloc_xml(*xml);
     } else if (sysfs) {
@@ -478,7 +483,7 @@ int run_snapshot(const Args& args) {
 }  // namespace
 
 int run_topo(const CommandArgs& argv) {
-    Args args("topo", argv, {"matrix", "json", "dot", "all", "help"}, {"sysfs", "hwloc-xml", "class", "vendor"});
+    Args args("topo", argv, {"matrix", "json", "dot", "all", "help"}, {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;

@@ -91,6 +91,7 @@ check('no such device' in run('--sysfs', snap, 'show', '0000:99:00.0', rc=1).std
 check('not a PCI address' in run('--sysfs', snap, 'show', 'zz', rc=1).stderr, 'bad BDF')
 check('unknown option' in run('--frobnicate', rc=1).stderr, 'unknown option')
 check('give one source' in run('--sysfs', snap, '--hwloc-xml', snap, rc=1).stderr, 'two sources')
+check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -tv of a snapshot')
 check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
       'hwloc error')
 

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "pci/p2p.hpp"
 #include "pci/topology.hpp"
 
@@ -358,4 +360,79 @@ TEST_CASE("an hwloc XML that hwloc cannot load is an error naming the file", "[p
     } catch (const Error& e) {
         CHECK(e.object() == PCI_FIXTURES "/dual-socket.snapshot");
     }
+}
+
+namespace {
+// The oracle: nvidia-smi topo -m of the same host, rows "GPU0 X NODE ..." in label order.
+std::map<std::string, std::vector<std::string>> topo_m(const std::string& file) {
+    std::map<std::string, std::vector<std::string>> rows;
+    std::istringstream is(std::string(file::read_text(file)));
+    std::vector<std::string> header;
+    for (std::string line; std::getline(is, line);) {
+        std::istringstream ls(line);
+        std::vector<std::string> tok;
+        for (std::string w; ls >> w;) tok.push_back(w);
+        if (tok.empty()) continue;
+        auto device_label = [](const std::string& w) { return w.rfind("GPU", 0) == 0 || w.rfind("NIC", 0) == 0; };
+        if (header.empty() && tok[0] == "GPU0") {
+            for (const auto& w : tok) {
+                if (w == "CPU") break;  // "CPU Affinity  NUMA Affinity  GPU NUMA ID"
+                header.push_back(w);
+            }
+        } else if (!header.empty() && device_label(tok[0]) && tok.size() > header.size())
+            rows[tok[0]] = std::vector<std::string>(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(header.size()));
+    }
+    return rows;
+}
+
+// Compares every cell of topo -m with bardrive's class for the same two functions.
+void compare_with_topo_m(const Topology& t, const std::string& oracle, const std::vector<std::pair<std::string, const char*>>& labels) {
+    auto rows = topo_m(oracle);
+    REQUIRE(rows.size() == labels.size());
+    for (std::size_t r = 0; r < labels.size(); ++r)
+        for (std::size_t c = 0; c < labels.size(); ++c) {
+            INFO(labels[r].first << " (" << labels[r].second << ") vs " << labels[c].first << " (" << labels[c].second << ")");
+            CHECK(cls(t, labels[r].second, labels[c].second) == rows[labels[r].first][c]);
+        }
+}
+}  // namespace
+
+TEST_CASE("lspci -tv of a one-socket Threadripper: classes equal its nvidia-smi topo -m", "[pci][lspci-tv]") {
+    const std::string dir = SHARED_TOPOLOGIES "/puget-wrx90-threadripperpro-2gpu-2nic-1s";
+    if (!exists(dir)) SKIP("shared topologies not found at " SHARED_TOPOLOGIES);
+    auto t = read_lspci_tree(file::read_text(dir + "/lspci-tv.txt"), "puget lspci-tv.txt");
+    t.numa_nodes = 1;  // one socket, one NUMA node (topo -m: NUMA affinity 0)
+    for (auto& h : t.host_bridges) h.numa_node = 0;
+    CHECK(t.host_bridges.size() == 4);
+    CHECK(t.devices[idx(t, "0000:c1:00.0")].vendor_name.find("RTX 6000 Ada") != std::string::npos);
+    CHECK(t.devices[idx(t, "0000:01:00.0")].role == Role::switch_upstream);  // the NVMe switch below root port 00:03.1
+    CHECK(t.devices[idx(t, "0000:02:04.0")].role == Role::switch_downstream);
+    CHECK(cls(t, "0000:05:00.0", "0000:06:00.0") == "PIX");  // NVMe drives below one leaf switch
+    CHECK(cls(t, "0000:05:00.0", "0000:0b:00.0") == "PXB");  // and below two
+    compare_with_topo_m(t, dir + "/topo-m.txt",
+                        {{"GPU0", "0000:c1:00.0"}, {"GPU1", "0000:c2:00.0"}, {"NIC0", "0000:21:00.0"}, {"NIC1", "0000:21:00.1"}});
+}
+
+TEST_CASE("lspci -tv of a two-socket Genoa: classes equal its nvidia-smi topo -m", "[pci][lspci-tv]") {
+    const std::string dir = SHARED_TOPOLOGIES "/asus-esc8000a-e12-4xrtx6000ada-2s-genoa";
+    if (!exists(dir)) SKIP("shared topologies not found at " SHARED_TOPOLOGIES);
+    auto t = read_lspci_tree(file::read_text(dir + "/lspci-tv.txt"), "asus lspci-tv.txt");
+    // lspci -tv has no NUMA nodes: root complexes 00/20/40/60 are socket 0, 80/a0/c0/e0 socket 1 (SOURCE.md).
+    t.numa_nodes = 2;
+    for (auto& h : t.host_bridges) h.numa_node = h.bus < 0x80 ? 0 : 1;
+    CHECK(t.host_bridges.size() == 8);
+    compare_with_topo_m(t, dir + "/topo-m.txt",
+                        {{"GPU0", "0000:01:00.0"}, {"GPU1", "0000:41:00.0"}, {"GPU2", "0000:c1:00.0"}, {"GPU3", "0000:e1:00.0"},
+                         {"NIC0", "0000:21:00.0"}, {"NIC1", "0000:21:00.1"}, {"NIC2", "0000:81:00.0"}, {"NIC3", "0000:81:00.1"}});
+}
+
+TEST_CASE("lspci -tv text that is not a tree warns or is refused", "[pci][lspci-tv][bad-input]") {
+    CHECK_THROWS_AS(read_lspci_tree("hello world\n", "junk"), Error);
+    auto t = read_lspci_tree("-[0000:00]-+-00.0  Host\n            +-zz.0  Bad\n           \\-01.0-[01]----00.0  Dev\n     +-05.0 orphan\n", "odd");
+    CHECK(t.devices.size() >= 3);
+    std::string w;
+    for (const auto& x : t.warnings) w += x + "\n";
+    INFO(w);
+    CHECK(w.find("odd line 2") != std::string::npos);
+    CHECK(w.find("odd line 4") != std::string::npos);
 }
