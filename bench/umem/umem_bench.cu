@@ -87,43 +87,64 @@ __device__ inline std::uint64_t warp_sum(std::uint64_t s) {
 __device__ inline std::uint64_t warp_id() { return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5; }
 __device__ inline std::uint64_t warp_count() { return (gridDim.x * static_cast<std::uint64_t>(blockDim.x)) >> 5; }
 
-// One warp per 4 KiB gather: 16-byte loads, eight in flight per lane.
-template <class Src>
-__global__ void gather_kernel(Src src, const std::uint32_t* idx, std::uint64_t n, std::uint64_t* sums) {
+// Walks items first, first + step, ... < n (warp-uniform), one 4 KiB page each: the page's 16-byte
+// loads (eight per lane) are issued, then the next item's page is acquired while they are in
+// flight, so a paged source's translation overlaps the previous page's reads (acquire-ahead;
+// a warp holds at most two pins). Body gets the item and this lane's 8 x 16 bytes.
+template <class Src, class PageOf, class Body>
+__device__ inline void walk_pages(const Src& src, std::uint64_t first, std::uint64_t n, std::uint64_t step, PageOf page_of,
+                                  Body body) {
+    if (first >= n) return;
     unsigned lane = threadIdx.x & 31;
-    for (std::uint64_t g = warp_id(); g < n; g += warp_count()) {
-        std::uint64_t page = idx[g];
-        const std::byte* p = src.acquire(page);
+    std::uint64_t i = first, page = page_of(i);
+    const std::byte* p = src.acquire(page);
+    for (;;) {
         uint4 x[8];
 #pragma unroll
         for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
-        std::uint64_t s = 0;
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            s += (static_cast<std::uint64_t>(x[k].y) << 32 | x[k].x) + (static_cast<std::uint64_t>(x[k].w) << 32 | x[k].z);
+        std::uint64_t next = i + step, next_page = 0;
+        const std::byte* np = nullptr;
+        if (next < n) {
+            next_page = page_of(next);
+            np = src.acquire(next_page);
+        }
+        body(i, x);
         src.release(page);
-        s = warp_sum(s);
-        if (lane == 0) sums[g] = s;
+        if (next >= n) return;
+        i = next;
+        page = next_page;
+        p = np;
     }
+}
+
+__device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
+    std::uint64_t s = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        s += (static_cast<std::uint64_t>(x[k].y) << 32 | x[k].x) + (static_cast<std::uint64_t>(x[k].w) << 32 | x[k].z);
+    return s;
+}
+
+// One warp per 4 KiB gather.
+template <class Src>
+__global__ void gather_kernel(Src src, const std::uint32_t* idx, std::uint64_t n, std::uint64_t* sums) {
+    walk_pages(
+        src, warp_id(), n, warp_count(), [&](std::uint64_t g) -> std::uint64_t { return idx[g]; },
+        [&](std::uint64_t g, const uint4(&x)[8]) {
+            std::uint64_t s = warp_sum(sum8(x));
+            if ((threadIdx.x & 31) == 0) sums[g] = s;
+        });
 }
 
 // Sequential scan: warp w reads pages w, w + warps, ... so the whole GPU walks the data in order.
 template <class Src>
 __global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* total) {
-    unsigned lane = threadIdx.x & 31;
     std::uint64_t s = 0;
-    for (std::uint64_t page = warp_id(); page < pages; page += warp_count()) {
-        const std::byte* p = src.acquire(page);
-        uint4 x[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
-#pragma unroll
-        for (int k = 0; k < 8; ++k)
-            s += (static_cast<std::uint64_t>(x[k].y) << 32 | x[k].x) + (static_cast<std::uint64_t>(x[k].w) << 32 | x[k].z);
-        src.release(page);
-    }
+    walk_pages(
+        src, warp_id(), pages, warp_count(), [](std::uint64_t page) { return page; },
+        [&](std::uint64_t, const uint4(&x)[8]) { s += sum8(x); });
     s = warp_sum(s);
-    if (lane == 0) atomicAdd(total, static_cast<unsigned long long>(s));
+    if ((threadIdx.x & 31) == 0) atomicAdd(total, static_cast<unsigned long long>(s));
 }
 
 // One BFS level, top down, one warp per frontier vertex. Row offsets (u64) and neighbours (u32)
