@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 
 #include "core/log.hpp"
 #include "pci/p2p.hpp"
@@ -72,8 +73,11 @@ void annotate(Report& r, const pci::Topology& t) {
         // (NVLink between GPUs): say so rather than print a share of the wrong link.
         const Point* peak = p.peak();
         if (peak && peak->gbps > link * 1.02) {
-            p.topology += log::concat(" (PCIe route; measured above its ", link,
-                                      " GB/s, so over another link, e.g. NVLink)");
+            std::ostringstream os;
+            os.precision(3);
+            os << "faster than its PCIe route (" << link
+               << " GB/s): another link carried it (NVLink between GPUs) or the link is emulated";
+            p.note = os.str();
             continue;
         }
         p.link_gbps = link;

@@ -69,6 +69,7 @@ void print_table(const Report& r, std::FILE* out) {
                      p.topology.empty() ? "topology unknown" : p.topology.c_str(),
                      p.reference.empty() ? "none" : p.reference.c_str(),
                      p.link_gbps > 0 ? log::concat(", link ", fixed(p.link_gbps, 1), " GB/s").c_str() : "");
+        if (!p.note.empty()) std::fprintf(out, "  note: %s\n", p.note.c_str());
         std::fprintf(out, "  %10s %10s %10s %8s %8s\n", "size", "GB/s", "ref GB/s", "ratio", "of link");
         for (const auto& pt : p.points)
             std::fprintf(out, "  %10s %10.2f %10s %8s %8s\n", format_size(pt.bytes).c_str(), pt.gbps,
@@ -99,7 +100,8 @@ void print_matrix(const Report& r, std::FILE* out) {
             if (std::find(rows.begin(), rows.end(), p->src) == rows.end()) rows.push_back(p->src);
             if (std::find(cols.begin(), cols.end(), p->dst) == cols.end()) cols.push_back(p->dst);
         }
-        std::fprintf(out, "\n%s: peak GB/s (ratio to reference) [topology]\n%-8s", key.c_str(), "src\\dst");
+        std::fprintf(out, "\n%s: peak GB/s (ratio to reference) [topology; * see the note below]\n%-8s", key.c_str(),
+                     "src\\dst");
         for (const auto& c : cols) std::fprintf(out, " %*s", width, c.c_str());
         std::fprintf(out, "\n");
         for (const auto& row : rows) {
@@ -113,7 +115,7 @@ void print_matrix(const Report& r, std::FILE* out) {
                     } else if (const Point* pk = p->peak()) {
                         cell = fixed(pk->gbps, 2);
                         if (pk->ref_gbps > 0) cell += " (x" + ratio(pk->gbps, pk->ref_gbps) + ")";
-                        if (!p->topology.empty()) cell += " [" + p->topology + "]";
+                        if (!p->topology.empty()) cell += " [" + p->topology + (p->note.empty() ? "]" : "*]");
                     }
                 }
                 std::fprintf(out, " %*s", width, cell.c_str());
@@ -190,6 +192,7 @@ std::string to_json(const Report& r) {
         o << ", \"topology\": " << json_string(p.topology) << ", \"reference\": " << json_string(p.reference)
           << ", \"link_gbps\": " << json_number(p.link_gbps);
         if (!p.failure.empty()) o << ", \"failure\": " << json_string(p.failure);
+        if (!p.note.empty()) o << ", \"note\": " << json_string(p.note);
         if (p.latency_us > 0)
             o << ", \"latency_us\": " << json_number(p.latency_us) << ", \"latency_bytes\": " << p.latency_bytes;
         o << ",\n     \"points\": [";

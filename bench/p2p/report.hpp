@@ -27,6 +27,7 @@ struct PathResult {
     int host_node = -1;      // NUMA node of the host-memory end; -1 = no such end, or not placed
     bool bidirectional = false;
     std::string topology;    // the pair's class (PIX/PXB/PHB/NODE/SYS, or NUMA local/remote)
+    std::string note;        // what the figures mean beyond the class ("faster than its PCIe route")
     std::string reference;   // what ref_gbps is ("cudaMemcpy H2D", "ivshmem BAR uncached")
     double link_gbps = 0;    // the PCIe link's theoretical rate for the path; 0 = not a PCIe path/unknown
     std::string reason;      // non-empty: the path is unavailable, and this says why

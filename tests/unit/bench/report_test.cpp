@@ -31,7 +31,11 @@ Report sample() {
     c.reason = "one GPU";
     PathResult d = make_path("ce", "host1", "gpu0", false);
     d.reason = "one NUMA node";
-    r.paths = {a, b, c, d};
+    PathResult e = make_path("peer", "gpu0", "gpu1", false);
+    e.topology = "PHB";
+    e.note = "faster than its PCIe route";
+    e.points = {{1 << 30, 396.0, 395.0}};
+    r.paths = {a, b, c, d, e};
     return r;
 }
 
@@ -81,12 +85,14 @@ TEST_CASE("the table shows ratios to the reference and the link, reasons and fai
     CHECK(t.find("unavailable: one GPU") != std::string::npos);
     CHECK(t.find("FAILED: 3 of 512 words wrong") != std::string::npos);
     CHECK(t.find("7.50 us") != std::string::npos);
+    CHECK(t.find("note: faster than its PCIe route") != std::string::npos);
 }
 
 TEST_CASE("the matrix has one block per method and direction kind; unavailable pairs say n/a") {
     std::string m = capture(print_matrix, sample());
     CHECK(count(m, "ce unidirectional") == 1);
     CHECK(count(m, "peer bidirectional") == 0);  // nothing ran: only the table lists it
+    CHECK(m.find("396.00 (x1.003) [PHB*]") != std::string::npos);  // the note is flagged
     CHECK(m.find("50.00 (x0.980) [NUMA local]") != std::string::npos);
     CHECK(m.find("n/a") != std::string::npos);
 }
@@ -99,6 +105,7 @@ TEST_CASE("JSON escapes strings, keeps reasons and failures, and never writes Na
     CHECK(j.find("\"reason\": \"one GPU\"") != std::string::npos);
     CHECK(j.find("\"failure\": \"3 of 512 words wrong\"") != std::string::npos);
     CHECK(j.find("\"ref_gbps\": null") != std::string::npos);
+    CHECK(j.find("\"note\": \"faster than its PCIe route\"") != std::string::npos);
     CHECK(j.find("nan") == std::string::npos);
     CHECK(count(j, "{") == count(j, "}"));
     CHECK(count(j, "[") == count(j, "]"));
@@ -107,7 +114,7 @@ TEST_CASE("JSON escapes strings, keeps reasons and failures, and never writes Na
 TEST_CASE("the SVG draws one line per measured path and escapes the names") {
     std::string s = to_svg(sample());
     CHECK(s.rfind("<svg", 0) == 0);
-    CHECK(count(s, "<polyline") == 2);  // the unavailable peer path draws nothing
+    CHECK(count(s, "<polyline") == 3);  // the unavailable paths draw nothing
     CHECK(s.find("ce:host0-&gt;gpu0") != std::string::npos);
     CHECK(s.find("->") == std::string::npos);
     CHECK(s.find("4 KiB") != std::string::npos);  // x-axis labels are sizes
