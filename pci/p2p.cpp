@@ -216,8 +216,13 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
     }
 
     // 2. The route: ACS on the bridges, then who forwards the TLPs.
+    // Like Linux's p2pdma, the two functions themselves count too: a multi-function device's ACS
+    // can redirect traffic between its functions.
     std::vector<std::string> redirecting, unknown_acs;
-    for (auto x : r.path.bridges()) {
+    std::vector<std::size_t> on_path = r.path.bridges();
+    on_path.push_back(initiator);
+    on_path.push_back(target);
+    for (auto x : on_path) {
         const auto& d = t.devices[x];
         constexpr std::uint16_t redirect_bits = acs::p2p_request_redirect | acs::p2p_completion_redirect | acs::p2p_egress_control;
         if (d.acs) {

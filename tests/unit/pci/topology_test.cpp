@@ -436,3 +436,39 @@ TEST_CASE("lspci -tv text that is not a tree warns or is refused", "[pci][lspci-
     CHECK(w.find("odd line 2") != std::string::npos);
     CHECK(w.find("odd line 4") != std::string::npos);
 }
+
+TEST_CASE("ACS on a multi-function endpoint redirects traffic between its functions", "[pci][p2p]") {
+    Topology t;
+    t.source = "hand-built";
+    t.numa_nodes = 1;
+    t.host_bridges.push_back(HostBridge{"pci0000:00", 0, 0, 0, std::nullopt, {}});
+    auto add = [&](const char* bdf, std::uint32_t cls, bool bridge) {
+        Device d;
+        d.bdf = Bdf::parse(bdf);
+        d.class_code = cls;
+        d.is_bridge = bridge;
+        d.iommu_group = 1;
+        d.ext_config = true;
+        if (!bridge) d.bars.push_back(Bar{0, 0xe0000000, 1u << 20, false, true, true, {}});
+        t.devices.push_back(d);
+    };
+    add("00:00.0", 0x060000, false);
+    t.devices.back().vendor_id = 0x1234;  // not on the allowlist
+    add("00:01.0", 0x060400, true);
+    add("01:00.0", 0x020000, false);
+    add("01:00.1", 0x020000, false);
+    assemble(t, {std::nullopt, std::nullopt, Bdf::parse("00:01.0"), Bdf::parse("00:01.0")});
+    auto a = *t.find(Bdf::parse("01:00.0")), b = *t.find(Bdf::parse("01:00.1"));
+    auto r = judge_p2p(t, a, b);
+    INFO(dump(r));
+    CHECK(class_name(r.path.cls) == std::string("PIX"));
+    CHECK(r.verdict == Verdict::supported);
+    CHECK(has_reason(r, Reason::Effect::ok, "common upstream bridge 0000:00:01.0 (root port)"));
+
+    t.devices[a].acs = AcsInfo{0x1f, acs::p2p_request_redirect};
+    r = judge_p2p(t, a, b);
+    INFO(dump(r));
+    CHECK(r.verdict == Verdict::platform_dependent);
+    CHECK(has_reason(r, Reason::Effect::note, "enabled on 0000:01:00.0 (RR)"));
+    CHECK(has_reason(r, Reason::Effect::platform, "not on Linux's p2pdma allowlist"));
+}
