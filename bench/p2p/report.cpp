@@ -50,6 +50,9 @@ std::string fixed(double v, int digits) {
     return os.str();
 }
 
+// Rates below 1 GB/s (NICs, uncached reads) keep four decimals, so they do not read as 0.00.
+std::string rate(double gbps) { return fixed(gbps, gbps < 1 ? 4 : 2); }
+
 std::string ratio(double num, double den) { return den > 0 ? fixed(num / den, 3) : std::string("-"); }
 
 std::string percent(double num, double den) {
@@ -72,8 +75,8 @@ void print_table(const Report& r, std::FILE* out) {
         if (!p.note.empty()) std::fprintf(out, "  note: %s\n", p.note.c_str());
         std::fprintf(out, "  %10s %10s %10s %8s %8s\n", "size", "GB/s", "ref GB/s", "ratio", "of link");
         for (const auto& pt : p.points)
-            std::fprintf(out, "  %10s %10.2f %10s %8s %8s\n", format_size(pt.bytes).c_str(), pt.gbps,
-                         pt.ref_gbps > 0 ? fixed(pt.ref_gbps, 2).c_str() : "-", ratio(pt.gbps, pt.ref_gbps).c_str(),
+            std::fprintf(out, "  %10s %10s %10s %8s %8s\n", format_size(pt.bytes).c_str(), rate(pt.gbps).c_str(),
+                         pt.ref_gbps > 0 ? rate(pt.ref_gbps).c_str() : "-", ratio(pt.gbps, pt.ref_gbps).c_str(),
                          percent(pt.gbps, p.link_gbps).c_str());
         if (p.latency_us > 0)
             std::fprintf(out, "  latency of one %s transfer: %.2f us\n", format_size(p.latency_bytes).c_str(),
@@ -113,7 +116,7 @@ void print_matrix(const Report& r, std::FILE* out) {
                     if (!p->available()) {
                         cell = "n/a";
                     } else if (const Point* pk = p->peak()) {
-                        cell = fixed(pk->gbps, 2);
+                        cell = rate(pk->gbps);
                         if (pk->ref_gbps > 0) cell += " (x" + ratio(pk->gbps, pk->ref_gbps) + ")";
                         if (!p->topology.empty()) cell += " [" + p->topology + (p->note.empty() ? "]" : "*]");
                     }

@@ -121,3 +121,12 @@ TEST_CASE("the SVG draws one line per measured path and escapes the names") {
     Report empty;
     CHECK(to_svg(empty).find("</svg>") != std::string::npos);
 }
+
+TEST_CASE("slow rates keep their digits") {
+    Report r;
+    PathResult n = make_path("nic", "nic", "host", false);
+    n.points = {{64, 0.0123, 0}};
+    r.paths = {n};
+    CHECK(capture(print_table, r).find("0.0123") != std::string::npos);
+    CHECK(capture(print_matrix, r).find("0.0123") != std::string::npos);
+}
