@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/pagemap.hpp"
 
 namespace bardrive::dma {
 
@@ -21,6 +22,8 @@ Mapping Mapping::map(vfio::Domain& domain, const void* vaddr, std::size_t size, 
 
 Mapping Mapping::map(vfio::Domain& domain, IovaAllocator& iovas, const void* vaddr, std::size_t size,
                      std::uint64_t align, vfio::Access access) {
+    // Without an IOMMU the device sees physical addresses: there is no IOVA to choose.
+    if (domain.iova_is_physical()) return map(domain, vaddr, size, pagemap::physical_address(vaddr), access);
     if (align == 0) {
         // The IOMMU can use a large page only where IOVA and vaddr share the alignment.
         auto va = reinterpret_cast<std::uintptr_t>(vaddr);

@@ -1,5 +1,5 @@
 // Internal: what an IOMMU backend implements behind vfio::Domain. type1.cpp is the container/group
-// backend; an iommufd/cdev backend adds a file implementing the same class.
+// backend (type1, iommufd's compat container, no-IOMMU); iommufd.cpp is /dev/iommu with the device cdev.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,8 @@ public:
     virtual int unmap(std::uint64_t iova, std::uint64_t size) noexcept = 0;
 };
 
-std::unique_ptr<DomainBackend> make_type1();
+std::unique_ptr<DomainBackend> make_type1();     // also iommufd's compat container, where /dev/vfio/vfio is that
+std::unique_ptr<DomainBackend> make_iommufd();   // /dev/iommu + the device cdev
+std::unique_ptr<DomainBackend> make_noiommu();   // the container in no-IOMMU mode
 
 }  // namespace bardrive::vfio::detail

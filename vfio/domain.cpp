@@ -1,11 +1,17 @@
 #include "vfio/domain.hpp"
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
+#include "core/pagemap.hpp"
 #include "vfio/backend.hpp"
 
 namespace bardrive::vfio {
@@ -31,16 +37,66 @@ std::string ranges_text(const std::vector<IovaRange>& ranges) {
     return s;
 }
 
+bool exists(const char* path) {
+    struct stat st {};
+    return ::stat(path, &st) == 0;
+}
+
+// iommufd with the device cdev: /dev/iommu and the vfio-dev class (CONFIG_VFIO_DEVICE_CDEV).
+bool kernel_has_iommufd_cdev() { return exists("/dev/iommu") && exists("/sys/class/vfio-dev"); }
+
 std::unique_ptr<detail::DomainBackend> make(Backend backend) {
     switch (backend) {
-        case Backend::type1: return detail::make_type1();
+        case Backend::type1:
+        case Backend::iommufd_compat: return detail::make_type1();
+        case Backend::iommufd: return detail::make_iommufd();
+        case Backend::noiommu:
+            log::warn("VFIO no-IOMMU mode: nothing checks the device's DMA, which can reach all of physical "
+                      "memory; use it only for a trusted device on a machine without an IOMMU");
+            return detail::make_noiommu();
     }
     throw Error("open IOMMU domain", "", "unknown backend");
 }
 
 }  // namespace
 
-Domain::Domain() : Domain(Backend::type1) {}
+const char* to_string(Backend backend) noexcept {
+    switch (backend) {
+        case Backend::type1: return "type1";
+        case Backend::iommufd: return "iommufd";
+        case Backend::iommufd_compat: return "iommufd-compat";
+        case Backend::noiommu: return "noiommu";
+    }
+    return "?";
+}
+
+Backend default_backend() {
+    if (const char* env = std::getenv("BARDRIVE_IOMMU"); env != nullptr && *env != '\0') {
+        if (std::strcmp(env, "type1") == 0) return Backend::type1;
+        if (std::strcmp(env, "iommufd") == 0) return Backend::iommufd;
+        if (std::strcmp(env, "noiommu") == 0) return Backend::noiommu;
+        throw Error("choose IOMMU backend", std::string("BARDRIVE_IOMMU=") + env, "unknown backend",
+                    "use type1, iommufd or noiommu, or unset it to let bardrive choose");
+    }
+    return kernel_has_iommufd_cdev() ? Backend::iommufd : Backend::type1;
+}
+
+std::vector<Backend> available_backends() {
+    std::vector<Backend> out;
+    if (exists("/dev/vfio/vfio"))
+        out.push_back(exists("/sys/module/vfio_iommu_type1") || !exists("/dev/iommu") ? Backend::type1
+                                                                                        : Backend::iommufd_compat);
+    if (kernel_has_iommufd_cdev()) out.push_back(Backend::iommufd);
+    auto noiommu = file::try_read_text("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode");
+    if (noiommu && *noiommu == "Y") {
+        // Only devices without a real IOMMU group get a noiommu group: then it is the only mode.
+        out.clear();
+        out.push_back(Backend::noiommu);
+    }
+    return out;
+}
+
+Domain::Domain() : Domain(default_backend()) {}
 Domain::Domain(Backend backend) : impl_(make(backend)), state_(std::make_unique<detail::DomainState>()) {}
 
 Domain::~Domain() {
@@ -66,6 +122,8 @@ std::uint64_t Domain::page_sizes() const {
 
 std::size_t Domain::device_count() const noexcept { return state_->devices.size(); }
 
+bool Domain::iova_is_physical() const noexcept { return impl_->kind() == Backend::noiommu; }
+
 void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access access) {
     const std::string what = hex_range(iova, size == 0 ? 1 : size);
     if (!impl_->ready())
@@ -82,6 +140,11 @@ void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access
     if (!inside)
         throw Error("map DMA", what, "outside the IOMMU's usable IOVA ranges (" + ranges_text(impl_->iova_ranges()) + ")",
                     "take IOVAs from dma::IovaAllocator, which only hands out usable ones");
+    if (iova_is_physical() && (pagemap::physical_address(vaddr) != iova || !pagemap::physically_contiguous(vaddr, size)))
+        throw Error("map DMA", what,
+                    log::concat("in no-IOMMU mode the device sees physical addresses, and vaddr 0x", std::hex, va,
+                                " is not physically contiguous memory at that address"),
+                    "use dma::Mapping with dma::Memory (hugepages), which takes the IOVA from /proc/self/pagemap");
     auto& maps = state_->mappings;
     auto next = maps.lower_bound(iova);
     if (next != maps.end() && next->first < iova + size)

@@ -19,10 +19,24 @@ struct IovaRange {
     bool operator==(const IovaRange&) const = default;
 };
 
-// Which kernel interface backs a Domain. Callers never branch on it; it is reported for logs.
+// Which kernel interface backs a Domain. Callers never branch on it; it is reported for logs and
+// chosen with BARDRIVE_IOMMU=type1|iommufd|noiommu (docs/vfio.md has a table of what each can do).
 enum class Backend {
-    type1,  // /dev/vfio/vfio container + /dev/vfio/GROUP, VFIO_TYPE1v2_IOMMU
+    type1,           // /dev/vfio/vfio container + /dev/vfio/GROUP, VFIO_TYPE1v2_IOMMU
+    iommufd,         // /dev/iommu IOAS + the device cdev /dev/vfio/devices/vfioN
+    iommufd_compat,  // the type1 calls, served by iommufd's /dev/vfio/vfio (kernel without VFIO_CONTAINER)
+    noiommu,         // no IOMMU: DMA sees physical addresses, unprotected; explicit opt-in only
 };
+
+const char* to_string(Backend backend) noexcept;
+
+// The backend Domain() picks: BARDRIVE_IOMMU when set (type1, iommufd, noiommu; noiommu is never picked
+// otherwise), else iommufd where the kernel has /dev/iommu and the VFIO cdev, else the container
+// (type1, or iommufd_compat where iommufd provides it). Throws for an unknown BARDRIVE_IOMMU value.
+Backend default_backend();
+
+// Every backend this kernel offers for devices bound to vfio-pci now (for tests that run in each mode).
+std::vector<Backend> available_backends();
 
 enum class Access { read_write, read_only };  // what the device may do to mapped memory
 
@@ -44,8 +58,8 @@ struct DomainState;   // open devices and live mappings, whatever the backend
 // and let it outlive the devices and mappings made in it.
 class Domain {
 public:
-    Domain();  // the best backend this kernel has (type1 today)
-    explicit Domain(Backend backend);
+    Domain();  // default_backend()
+    explicit Domain(Backend backend);  // Backend::noiommu warns loudly: DMA is then unprotected
     ~Domain();
     Domain(const Domain&) = delete;
     Domain& operator=(const Domain&) = delete;
@@ -54,6 +68,9 @@ public:
     const std::vector<IovaRange>& iova_ranges() const;
     std::uint64_t page_sizes() const;  // bitmap: bit n set = 2^n-byte IOMMU pages supported
     std::size_t device_count() const noexcept;
+    // No IOMMU translates (Backend::noiommu): a mapping's IOVA must be the physical address of its
+    // memory, which dma::Mapping then takes from /proc/self/pagemap.
+    bool iova_is_physical() const noexcept;
 
     void map(const void* vaddr, std::uint64_t iova, std::size_t size, Access access = Access::read_write);
     void unmap(std::uint64_t iova, std::size_t size);

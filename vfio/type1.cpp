@@ -1,4 +1,7 @@
-// The VFIO type1 container/group backend (TYPE1v2): /dev/vfio/vfio + /dev/vfio/<group>.
+// The VFIO container/group backend: /dev/vfio/vfio + /dev/vfio/<group> with the TYPE1v2 IOMMU, or
+// with the no-IOMMU "IOMMU" (/dev/vfio/noiommu-<group>; DMA then sees physical addresses, unprotected).
+// On a kernel built with IOMMUFD_VFIO_CONTAINER, /dev/vfio/vfio is iommufd's compatibility container
+// and the same calls go through iommufd.
 #include <fcntl.h>
 #include <linux/vfio.h>
 #include <sys/ioctl.h>
@@ -31,9 +34,15 @@ std::string open_hint(int err, const std::string& path) {
     return {};
 }
 
+// iommufd provides /dev/vfio/vfio when the kernel has no VFIO_CONTAINER (and so no vfio_iommu_type1).
+bool container_is_iommufd_compat() {
+    struct stat st {};
+    return ::stat("/dev/iommu", &st) == 0 && ::stat("/sys/module/vfio_iommu_type1", &st) != 0;
+}
+
 class Type1 final : public DomainBackend {
 public:
-    Type1() {
+    explicit Type1(bool noiommu) : noiommu_(noiommu), iommu_type_(noiommu ? VFIO_NOIOMMU_IOMMU : VFIO_TYPE1v2_IOMMU) {
         container_.reset(::open(container_path, O_RDWR | O_CLOEXEC));
         if (!container_) {
             int err = errno;
@@ -44,12 +53,19 @@ public:
             throw Error("open VFIO container", container_path,
                         log::concat("kernel VFIO API ", api, ", expected ", VFIO_API_VERSION),
                         "this kernel's VFIO is not the one bardrive was built for");
-        if (::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) != 1)
+        if (noiommu_ && ::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_NOIOMMU_IOMMU) != 1)
+            throw Error("open VFIO container", container_path, "no-IOMMU mode is not enabled",
+                        "the kernel needs CONFIG_VFIO_NOIOMMU, and 'echo Y > "
+                        "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode' before the device is bound to vfio-pci");
+        if (!noiommu_ && ::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) != 1)
             throw Error("open VFIO container", container_path, "the kernel has no VFIO_TYPE1v2_IOMMU",
                         "load vfio_iommu_type1 ('modprobe vfio_iommu_type1')");
+        compat_ = container_is_iommufd_compat();
     }
 
-    Backend kind() const noexcept override { return Backend::type1; }
+    Backend kind() const noexcept override {
+        return noiommu_ ? Backend::noiommu : compat_ ? Backend::iommufd_compat : Backend::type1;
+    }
     bool ready() const noexcept override { return iommu_set_; }
     const std::vector<IovaRange>& iova_ranges() const noexcept override { return ranges_; }
     std::uint64_t page_sizes() const noexcept override { return page_sizes_; }
@@ -69,6 +85,7 @@ public:
     }
 
     int map(const void* vaddr, std::uint64_t iova, std::uint64_t size, bool writable) noexcept override {
+        if (noiommu_) return 0;  // nothing translates: Domain checked that iova is the physical address
         vfio_iommu_type1_dma_map m{};
         m.argsz = sizeof m;
         m.flags = VFIO_DMA_MAP_FLAG_READ | (writable ? VFIO_DMA_MAP_FLAG_WRITE : 0);
@@ -79,6 +96,7 @@ public:
     }
 
     int unmap(std::uint64_t iova, std::uint64_t size) noexcept override {
+        if (noiommu_) return 0;
         vfio_iommu_type1_dma_unmap u{};
         u.argsz = sizeof u;
         u.iova = iova;
@@ -91,7 +109,7 @@ private:
     // Opens the group, checks viability and adds it to the container (once per group).
     int join_group(const Sysfs& sys, unsigned group) {
         if (auto it = groups_.find(group); it != groups_.end()) return it->second.get();
-        std::string path = "/dev/vfio/" + std::to_string(group);
+        std::string path = (noiommu_ ? "/dev/vfio/noiommu-" : "/dev/vfio/") + std::to_string(group);
         UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
         if (!fd) {
             int err = errno;
@@ -106,17 +124,24 @@ private:
         if (::ioctl(fd.get(), VFIO_GROUP_SET_CONTAINER, &cfd) != 0)
             throw Error::from_errno("add IOMMU group to container", path, errno);
         if (!iommu_set_) {
-            if (::ioctl(container_.get(), VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) != 0) {
+            if (::ioctl(container_.get(), VFIO_SET_IOMMU, iommu_type_) != 0) {
                 int err = errno;
                 ::ioctl(fd.get(), VFIO_GROUP_UNSET_CONTAINER);
-                throw Error::from_errno("set the type1v2 IOMMU on", container_path, err);
+                throw Error::from_errno(noiommu_ ? "set the no-IOMMU mode on" : "set the type1v2 IOMMU on", container_path,
+                                        err, noiommu_ && err == EPERM ? "no-IOMMU mode needs CAP_SYS_RAWIO (root)" : "");
             }
             iommu_set_ = true;
-            read_info();
+            if (noiommu_) {
+                // Devices reach all of physical memory; IOVAs are physical addresses.
+                ranges_ = {{0, (std::uint64_t{1} << 52) - 1}};
+                page_sizes_ = 4096;
+            } else {
+                read_info();
+            }
         }
         int raw = fd.get();
         groups_.emplace(group, std::move(fd));
-        log::debug("IOMMU group ", group, " joined the type1 container");
+        log::debug("IOMMU group ", group, noiommu_ ? " joined the no-IOMMU container" : " joined the type1 container");
         return raw;
     }
 
@@ -158,6 +183,9 @@ private:
         for (const auto& r : ranges_) log::debug("IOVA range 0x", std::hex, r.first, "-0x", r.last);
     }
 
+    bool noiommu_;
+    int iommu_type_;
+    bool compat_ = false;
     UniqueFd container_;
     std::map<unsigned, UniqueFd> groups_;  // kept until the domain closes: leaving would drop the IOMMU
     bool iommu_set_ = false;
@@ -167,6 +195,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<DomainBackend> make_type1() { return std::make_unique<Type1>(); }
+std::unique_ptr<DomainBackend> make_type1() { return std::make_unique<Type1>(false); }
+std::unique_ptr<DomainBackend> make_noiommu() { return std::make_unique<Type1>(true); }
 
 }  // namespace bardrive::vfio::detail
