@@ -127,7 +127,8 @@ public:
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T))};
     }
     // `wrote`: the warp wrote the page; its stores are fenced before the unpin. Read-only
-    // accesses skip the fence (their loads have returned before the warp syncs).
+    // accesses skip the fence: __syncwarp orders every lane's loads before the leader's
+    // release of the pin, and a device-wide fence would also wait for the counter atomics.
     __device__ void warp_release(std::uint64_t page, bool wrote = true) const {
         WarpGroup g = WarpGroup::self();
         if (wrote) __threadfence();

@@ -87,36 +87,6 @@ __device__ inline std::uint64_t warp_sum(std::uint64_t s) {
 __device__ inline std::uint64_t warp_id() { return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5; }
 __device__ inline std::uint64_t warp_count() { return (gridDim.x * static_cast<std::uint64_t>(blockDim.x)) >> 5; }
 
-// Walks items first, first + step, ... < n (warp-uniform), one 4 KiB page each: the page's 16-byte
-// loads (eight per lane) are issued, then the next item's page is acquired while they are in
-// flight, so a paged source's translation overlaps the previous page's reads (acquire-ahead;
-// a warp holds at most two pins). Body gets the item and this lane's 8 x 16 bytes.
-template <class Src, class PageOf, class Body>
-__device__ inline void walk_pages(const Src& src, std::uint64_t first, std::uint64_t n, std::uint64_t step, PageOf page_of,
-                                  Body body) {
-    if (first >= n) return;
-    unsigned lane = threadIdx.x & 31;
-    std::uint64_t i = first, page = page_of(i);
-    const std::byte* p = src.acquire(page);
-    for (;;) {
-        uint4 x[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
-        std::uint64_t next = i + step, next_page = 0;
-        const std::byte* np = nullptr;
-        if (next < n) {
-            next_page = page_of(next);
-            np = src.acquire(next_page);
-        }
-        body(i, x);
-        src.release(page);
-        if (next >= n) return;
-        i = next;
-        page = next_page;
-        p = np;
-    }
-}
-
 __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
     std::uint64_t s = 0;
 #pragma unroll
@@ -125,24 +95,34 @@ __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
     return s;
 }
 
-// One warp per 4 KiB gather.
+// One warp per 4 KiB gather. (An acquire-ahead variant, translating the next page while this
+// one's loads are in flight, measured 28% slower on reuse in GPU run 3: bench/results.)
+// Reads one page (16-byte loads, eight in flight per lane) and returns this lane's sum of it.
+template <class Src>
+__device__ inline std::uint64_t lane_page_sum(const Src& src, std::uint64_t page) {
+    unsigned lane = threadIdx.x & 31;
+    const std::byte* p = src.acquire(page);
+    uint4 x[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
+    std::uint64_t s = sum8(x);
+    src.release(page);
+    return s;
+}
+
 template <class Src>
 __global__ void gather_kernel(Src src, const std::uint32_t* idx, std::uint64_t n, std::uint64_t* sums) {
-    walk_pages(
-        src, warp_id(), n, warp_count(), [&](std::uint64_t g) -> std::uint64_t { return idx[g]; },
-        [&](std::uint64_t g, const uint4(&x)[8]) {
-            std::uint64_t s = warp_sum(sum8(x));
-            if ((threadIdx.x & 31) == 0) sums[g] = s;
-        });
+    for (std::uint64_t g = warp_id(); g < n; g += warp_count()) {
+        std::uint64_t s = warp_sum(lane_page_sum(src, idx[g]));
+        if ((threadIdx.x & 31) == 0) sums[g] = s;
+    }
 }
 
 // Sequential scan: warp w reads pages w, w + warps, ... so the whole GPU walks the data in order.
 template <class Src>
 __global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* total) {
     std::uint64_t s = 0;
-    walk_pages(
-        src, warp_id(), pages, warp_count(), [](std::uint64_t page) { return page; },
-        [&](std::uint64_t, const uint4(&x)[8]) { s += sum8(x); });
+    for (std::uint64_t page = warp_id(); page < pages; page += warp_count()) s += lane_page_sum(src, page);
     s = warp_sum(s);
     if ((threadIdx.x & 31) == 0) atomicAdd(total, static_cast<unsigned long long>(s));
 }
