@@ -1,0 +1,243 @@
+// igb-pps: packets per second from NIC A to NIC B, bardrive's userspace igb driver against the kernel's
+// igb driver, in the same guest, same frames, same batch sizes. Run it in the lab with only the window
+// bound (so vfio-pci is loaded and both NICs start on the kernel's igb):
+//   lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/igb-pps
+// Kernel: pktgen on A's interface (in-kernel, `burst` = batch), its own reported rate; B's igb driver counts
+// what arrived. Then both NICs are handed to vfio-pci and bardrive does the same: tx_burst of `batch` on A,
+// rx_burst on B, rate = frames B received / time from the first send to the last receive (so bardrive's
+// figure includes receiving; pktgen's does not), every frame's sequence number checked. Under TCG the
+// device model's cost is in both figures.
+#include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/fd.hpp"
+#include "core/log.hpp"
+#include "dma/buffer_pool.hpp"
+#include "dma/iova_allocator.hpp"
+#include "nic/igb.hpp"
+#include "nic/test_frame.hpp"
+#include "vfio/bind.hpp"
+#include "vfio/device.hpp"
+#include "vfio/domain.hpp"
+
+using namespace bardrive;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Result {
+    std::uint64_t received = 0;
+    std::uint64_t in_order = 0;
+    double seconds = 0;
+    double pps() const { return seconds > 0 ? static_cast<double>(received) / seconds : 0; }
+};
+
+std::string read_line(const std::string& path) {
+    std::ifstream f(path);
+    std::string s;
+    std::getline(f, s);
+    return s;
+}
+
+// A NIC under the kernel's igb: its interface up (IPv6 off: no traffic of its own), an AF_PACKET socket.
+struct KernelPort {
+    explicit KernelPort(const pci::Bdf& bdf) {
+        std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
+        if (!std::filesystem::exists(net))
+            throw Error("open kernel port", bdf.str(), "no network interface", "leave the NICs to the kernel's igb (--bind WINDOW)");
+        name = std::filesystem::directory_iterator(net)->path().filename();
+        std::ofstream("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6") << "1";
+        sock = UniqueFd(::socket(AF_PACKET, SOCK_RAW, htons(nic::TEST_ETHERTYPE)));
+        if (!sock) throw Error::from_errno("open AF_PACKET socket", name, errno);
+        set_up(true);
+        ifindex = static_cast<int>(if_nametoindex(name.c_str()));
+        sockaddr_ll sll{};
+        sll.sll_family = AF_PACKET;
+        sll.sll_protocol = htons(nic::TEST_ETHERTYPE);
+        sll.sll_ifindex = ifindex;
+        if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0)
+            throw Error::from_errno("bind AF_PACKET socket", name, errno);
+        int one = 1, buf = 32 << 20;
+        ::setsockopt(sock.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+        ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
+        ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf);
+        mac = nic::MacAddress::parse(read_line("/sys/class/net/" + name + "/address"));
+        auto end = Clock::now() + std::chrono::seconds(10);
+        while (read_line("/sys/class/net/" + name + "/carrier") != "1" && Clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    void set_up(bool up) {
+        ifreq ifr{};
+        std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+        ::ioctl(sock.get(), SIOCGIFFLAGS, &ifr);
+        ifr.ifr_flags = static_cast<short>(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
+        if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) != 0) throw Error::from_errno("set interface up/down", name, errno);
+    }
+    std::string name;
+    int ifindex = 0;
+    UniqueFd sock;
+    nic::MacAddress mac;
+};
+
+constexpr int kMaxBatch = 64;
+
+// The kernel's own packet generator (pktgen: in-kernel, `burst` = batch through igb's xmit_more path) on
+// A. Its rate is the one pktgen reports for the run; B's igb driver counts what arrived, read once the
+// run is over (reading it during the run would steal the guest's CPUs from the kernel). Returns an
+// empty result when pktgen cannot be driven.
+Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
+    Result r;
+    auto put = [](const std::string& file, const std::string& cmd) {
+        std::ofstream f(file);
+        f << cmd << '\n';
+        return static_cast<bool>(f.flush());
+    };
+    const std::string dev = "/proc/net/pktgen/" + a.name;
+    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") || !put("/proc/net/pktgen/kpktgend_0", "add_device " + a.name))
+        return r;
+    for (const std::string& c : std::vector<std::string>{"count " + std::to_string(count), "pkt_size " + std::to_string(len + 4),
+                                 "burst " + std::to_string(batch), "delay 0", "dst_mac " + b.mac.str(), "clone_skb 0"}) {
+        if (!put(dev, c)) return r;
+    }
+    const std::string rx_stat = "/sys/class/net/" + b.name + "/statistics/rx_packets";
+    auto rx_packets = [&] { return std::strtoull(read_line(rx_stat).c_str(), nullptr, 10); };
+    const std::uint64_t rx0 = rx_packets();
+    put("/proc/net/pktgen/pgctrl", "start");  // returns when pktgen has sent them all
+    std::ifstream res(dev);
+    std::string text((std::istreambuf_iterator<char>(res)), std::istreambuf_iterator<char>());
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex(R"((\d+)pps)"))) return r;
+    double pps = std::stod(m[1]);
+    auto end = Clock::now() + std::chrono::seconds(2);
+    while (rx_packets() - rx0 < count && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    r.received = r.in_order = rx_packets() - rx0;
+    r.seconds = pps > 0 ? static_cast<double>(r.received) / pps : 0;  // pps() then gives pktgen's rate
+    return r;
+}
+
+Result run_bardrive(nic::Igb& a, nic::Igb& b, dma::BufferPool& pool, std::uint32_t len, std::uint32_t batch,
+                    std::uint64_t count) {
+    Result r;
+    std::uint64_t sent = 0;
+    auto t0 = Clock::now(), last = t0;
+    while (r.received < count) {
+        if (sent < count && sent - r.received < 256) {  // as the kernel run: at most 256 frames in flight
+            nic::Packet pkts[kMaxBatch];
+            std::uint32_t k = 0;
+            dma::BufferPool::Buffer buf;
+            while (k < batch && sent + k < count && pool.alloc(buf)) {
+                auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
+                nic::write_test_frame(d, len, b.mac(), a.mac(), sent + k);
+                pkts[k++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
+            }
+            std::uint16_t took = a.tx_burst(0, std::span(pkts, k));
+            for (std::uint32_t i = took; i < k; ++i) nic::Igb::release(pkts[i]);
+            sent += took;
+        }
+        nic::Packet got[kMaxBatch];
+        std::uint16_t n = b.rx_burst(0, got);
+        auto now = Clock::now();
+        for (std::uint16_t i = 0; i < n; ++i) {
+            auto seq = nic::check_test_frame(got[i].data, got[i].len);
+            if (seq && *seq == r.received) ++r.in_order;
+            ++r.received;
+            nic::Igb::release(got[i]);
+        }
+        if (n) last = now;
+        if (now - last > std::chrono::seconds(2)) break;
+    }
+    a.tx_reclaim(0);
+    r.seconds = std::chrono::duration<double>(last - t0).count();
+    return r;
+}
+
+std::vector<pci::Bdf> lab_nics() {
+    std::vector<pci::Bdf> out;
+    std::istringstream in(std::getenv("BARDRIVE_LAB_NICS") ? std::getenv("BARDRIVE_LAB_NICS") : "");
+    for (std::string w; in >> w;) out.push_back(pci::Bdf::parse(w));
+    return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 20000;
+    auto nics = lab_nics();
+    if (nics.size() < 2) {
+        std::fprintf(stderr, "igb-pps: needs two igb NICs on one wire: run it in the lab (lab/lab run basic --bind "
+                             "0000:03:00.0 -- igb-pps [FRAMES])\n");
+        return 77;
+    }
+    const std::uint32_t sizes[] = {60, 508, 1496};  // 64, 512 and 1500 bytes on the wire with the CRC
+    const std::uint32_t batches[] = {1, 4, 16, 32, 64};
+    struct Row {
+        std::uint32_t size, batch;
+        Result pktgen, bardrive;
+    };
+    std::vector<Row> rows;
+
+    {  // 1. the kernel's igb on both NICs
+        KernelPort a(nics[0]), b(nics[1]);
+        const char* mods = std::getenv("BARDRIVE_LAB_MODULES");
+        std::string load = std::string("modprobe ") + (mods && *mods ? std::string("-d ") + mods + " " : "") + "pktgen";
+        bool have_pktgen = std::system(load.c_str()) == 0;
+        for (auto s : sizes)
+            for (auto bt : batches) {
+                Row row{s, bt, {}, {}};
+                if (have_pktgen) row.pktgen = run_pktgen(a, b, s, bt, count);
+                rows.push_back(row);
+            }
+        a.set_up(false);
+        b.set_up(false);
+    }
+    // 2. the same NICs handed to vfio-pci, driven by bardrive
+    vfio::BindOptions bo;
+    bo.force = true;
+    vfio::bind(vfio::Sysfs(), {nics[0], nics[1]}, bo);
+    vfio::Domain domain;
+    auto a_dev = vfio::Device::open(domain, nics[0]);
+    auto b_dev = vfio::Device::open(domain, nics[1]);
+    dma::IovaAllocator iovas(domain);
+    dma::BufferPool pool(domain, iovas, 2048, 4096);
+    nic::Igb a(a_dev, iovas, pool), b(b_dev, iovas, pool);
+    for (auto& r : rows) r.bardrive = run_bardrive(a, b, pool, r.size, r.batch, count);
+
+    std::printf("igb-pps: %llu frames per run, NIC A %s -> NIC B %s (QEMU igb, one hub)\n",
+                static_cast<unsigned long long>(count), nics[0].str().c_str(), nics[1].str().c_str());
+    std::printf("| frame (wire) | batch | kernel igb + pktgen kpps | bardrive kpps | ratio | B received: kernel / bardrive "
+                "(in order) |\n");
+    std::printf("|---:|---:|---:|---:|---:|---|\n");
+    bool ok = true;
+    for (const auto& r : rows) {
+        double ratio = r.pktgen.pps() > 0 ? r.bardrive.pps() / r.pktgen.pps() : 0;
+        std::printf("| %u | %u | %.1f | %.1f | %.2fx | %llu / %llu (%llu) |\n", r.size + 4, r.batch,
+                    r.pktgen.pps() / 1e3, r.bardrive.pps() / 1e3, ratio, static_cast<unsigned long long>(r.pktgen.received),
+                    static_cast<unsigned long long>(r.bardrive.received),
+                    static_cast<unsigned long long>(r.bardrive.in_order));
+        ok = ok && r.bardrive.received == count && r.bardrive.in_order == count;
+    }
+    return ok ? 0 : 1;
+} catch (const bardrive::Error& e) {
+    std::fprintf(stderr, "igb-pps: error: %s\n", e.what());
+    return 2;
+}
