@@ -1,0 +1,26 @@
+// Replays fuzz/corpus-snapshot through the snapshot fuzz target (fuzz/fuzz_snapshot.cpp): parser,
+// topology reader and verdicts over inputs that once found new paths. The target aborts on any
+// broken invariant (a parent loop, a host bridge index out of range).
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "core/file.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+TEST_CASE("the snapshot fuzz corpus replays through parser, reader and verdicts", "[pci][fuzz]") {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(FUZZ_CORPUS))
+        if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    REQUIRE(files.size() >= 20);
+    for (const auto& f : files) {
+        INFO(f.string());
+        auto bytes = bardrive::file::read_bytes(f.string(), 1 << 20);
+        CHECK(LLVMFuzzerTestOneInput(bytes.data(), bytes.size()) == 0);
+    }
+}
