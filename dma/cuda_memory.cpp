@@ -168,9 +168,12 @@ void* CudaMemory::map_cpu() {
     if (p == MAP_FAILED) {
         int err = errno;
         std::string exp = exporter();
-        throw Error::from_errno("mmap dma-buf of", log::concat("GPU ", gpu_, " memory (exporter ", exp.empty() ? "?" : exp, ")"), err,
-                                "unsupported on this driver: its dma-buf exporter does not allow CPU mmap; copy "
-                                "with cuMemcpy, or let a device import the dma-buf instead");
+        const std::string obj = log::concat("GPU ", gpu_, " memory (exporter ", exp.empty() ? "?" : exp, ")");
+        const char* hint = "unsupported on this driver: its dma-buf exporter does not allow CPU mmap; copy with "
+                           "cuMemcpy, or let a device import the dma-buf instead";
+        constexpr int kernel_enotsupp = 524;  // ENOTSUPP, kernel-internal: libc has no text for it
+        if (err == kernel_enotsupp) throw Error("mmap dma-buf of", obj, "ENOTSUPP (524) from the exporter", hint);
+        throw Error::from_errno("mmap dma-buf of", obj, err, hint);
     }
     cpu_ = p;
     return p;
