@@ -41,6 +41,10 @@ void attach_names(Topology& topo) {
             d.device_name = n;
         else
             d.device_name = log::concat("device ", std::hex, std::setfill('0'), std::setw(4), d.device_id);
+        if (d.subsystem_vendor_id != 0 && d.subsystem_vendor_id != 0xffff)
+            if (const char* n = pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_SUBSYSTEM | PCI_LOOKUP_DEVICE | flags,
+                                                d.vendor_id, d.device_id, d.subsystem_vendor_id, d.subsystem_id))
+                d.subsystem_name = n;
         if (const char* n = pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_CLASS | flags, d.class_code >> 8))
             d.class_name = n;
         else

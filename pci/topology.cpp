@@ -409,6 +409,16 @@ Topology read_topology(Source& src) {
         if (auto v = src.list(dir + "drm"))
             for (const auto& n : *v)
                 if (n.rfind("card", 0) == 0 || n.rfind("renderD", 0) == 0) d.os_names.push_back("drm:" + n);
+        // NVIDIA's driver numbers its GPUs (/dev/nvidiaN, nvidia-smi's order) in /proc.
+        if (d.vendor_id == 0x10de && d.base_class() == 0x03)
+            if (auto v = src.text("/proc/driver/nvidia/gpus/" + name + "/information")) {
+                std::istringstream is(*v);
+                for (std::string line; std::getline(is, line);)
+                    if (line.rfind("Device Minor:", 0) == 0) {
+                        auto n = line.find_first_not_of(" \t", 13);
+                        if (n != std::string::npos) d.os_names.push_back("nvidia:" + line.substr(n));
+                    }
+            }
         if (auto v = src.list(dir + "infiniband"))
             for (const auto& n : *v) d.os_names.push_back("rdma:" + n);
 

@@ -35,6 +35,7 @@ struct Device {
     std::uint16_t subsystem_vendor_id = 0, subsystem_id = 0;
     std::uint32_t class_code = 0;  // base << 16 | sub << 8 | prog-if
     std::string vendor_name, device_name, class_name;
+    std::string subsystem_name;  // empty when pci.ids does not know the subsystem
     Role role = Role::endpoint;
     bool is_bridge = false;
     std::optional<PortType> port_type;
@@ -50,7 +51,7 @@ struct Device {
     bool ats = false, pri = false, pasid = false, aer = false;
     std::size_t config_bytes = 0;  // how much config space could be read
     bool ext_config = false;       // extended config space (capabilities beyond 0xff) was readable
-    std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "cuda:0"
+    std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "nvidia:0"
     std::vector<std::string> warnings;
 
     std::optional<std::size_t> parent;  // index of the upstream bridge; none when on a root bus

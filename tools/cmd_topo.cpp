@@ -290,6 +290,7 @@ void print_show(const Topology& t, std::size_t i) {
     std::printf("  ids:        vendor %s device %s subsystem %s:%s class %s (%s, kind %s)\n", hex4(d.vendor_id).c_str(),
                 hex4(d.device_id).c_str(), hex4(d.subsystem_vendor_id).c_str(), hex4(d.subsystem_id).c_str(),
                 hex_class(d.class_code).c_str(), d.class_name.c_str(), device_kind(d).c_str());
+    if (!d.subsystem_name.empty()) std::printf("  subsystem:  %s\n", d.subsystem_name.c_str());
     std::printf("  role:       %s%s\n", role_name(d.role),
                 d.port_type   ? (std::string(" (PCIe capability: ") + port_type_name(*d.port_type) + ")").c_str()
                 : d.is_bridge ? " (inferred from the tree: PCI Express capability not read)"
@@ -375,6 +376,7 @@ void print_json(const Topology& t, const Args& args) {
         e += ", \"vendor_id\": " + js(hex4(d.vendor_id)) + ", \"device_id\": " + js(hex4(d.device_id));
         e += ", \"subsystem_vendor_id\": " + js(hex4(d.subsystem_vendor_id)) + ", \"subsystem_id\": " + js(hex4(d.subsystem_id));
         e += ", \"vendor\": " + js(d.vendor_name) + ", \"device\": " + js(d.device_name);
+        e += ", \"subsystem\": " + (d.subsystem_name.empty() ? std::string("null") : js(d.subsystem_name));
         e += ", \"class\": " + js(hex_class(d.class_code)) + ", \"class_name\": " + js(d.class_name);
         e += ", \"driver\": " + (d.driver.empty() ? std::string("null") : js(d.driver));
         e += ", \"iommu_group\": " + opt_int(d.iommu_group) + ", \"numa_node\": " + opt_int(d.numa_node);

@@ -34,10 +34,11 @@ check(len(d['devices']) == 23, 'device count')
 dev = {x['bdf']: x for x in d['devices']}
 gpu0 = dev['0000:1a:00.0']
 for key in ('parent', 'host_bridge', 'role', 'role_inferred', 'kind', 'vendor_id', 'device_id', 'subsystem_vendor_id',
-            'subsystem_id', 'vendor', 'device', 'class', 'class_name', 'driver', 'iommu_group', 'numa_node',
+            'subsystem_id', 'vendor', 'device', 'subsystem', 'class', 'class_name', 'driver', 'iommu_group', 'numa_node',
             'local_cpus', 'bars', 'link', 'config_bytes', 'extended_config', 'acs', 'ats', 'pri', 'pasid', 'aer',
             'sriov', 'physfn', 'os_names', 'warnings'):
     check(key in gpu0, f'device JSON lacks {key}')
+check(gpu0['os_names'] == ['nvidia:0'], 'GPU0 nvidia minor')
 check(gpu0['parent'] == '0000:19:00.0' and gpu0['kind'] == 'gpu' and gpu0['iommu_group'] == 20, 'GPU0 facts')
 check(gpu0['bars'][1]['size'] == 64 << 30 and gpu0['bars'][1]['bits'] == 64, 'GPU0 BAR1')
 check(dev['0000:1e:00.0']['role_inferred'] and dev['0000:1e:00.0']['acs'] is None, '64-byte port')

@@ -83,6 +83,8 @@ TEST_CASE("dual-socket fixture: tree, roles and per-device facts", "[pci][topolo
     REQUIRE(gpu0.link);
     CHECK_FALSE(gpu0.link->downgraded());
     CHECK(gpu0.aer);
+    CHECK(gpu0.os_names == std::vector<std::string>{"nvidia:0"});
+    CHECK(t.devices[idx(t, "0000:af:00.0")].os_names == std::vector<std::string>{"nvidia:2"});
 
     const auto& nvme0 = t.devices[idx(t, "0000:1f:00.0")];
     REQUIRE(nvme0.link);
