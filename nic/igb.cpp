@@ -242,7 +242,7 @@ void Igb::setup_tx(const IgbOptions& o) {
         auto* head = reinterpret_cast<std::uint32_t*>(wb + q * kHeadWbStride);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
         std::uint64_t head_iova = ring_mapping_.iova_of(head);
-        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, kMaxFrame), 0, 0});
+        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, kMaxFrame), head, 0, 0});
         bar0_.write32(igb::TDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::TDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::TDLEN(q), o.tx_ring * sizeof(igb::AdvTxDesc));
@@ -432,6 +432,10 @@ std::span<igb::AdvRxDesc> Igb::rx_descriptors(std::uint16_t queue) const noexcep
 
 std::uint32_t Igb::rx_next_to_clean(std::uint16_t queue) const noexcept {
     return queue < rx_.size() ? rx_[queue].ring.next_to_clean() : 0;
+}
+
+std::uint32_t* Igb::tx_head_writeback(std::uint16_t queue) const noexcept {
+    return queue < tx_.size() ? tx_[queue].head_wb : nullptr;
 }
 
 // Stop the device before its rings and buffers go away: disable, mask, reset (no DMA after this),

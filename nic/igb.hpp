@@ -108,6 +108,8 @@ public:
     // The descriptor ring of a queue, as the device sees it (lab tests poison it on purpose).
     std::span<igb::AdvRxDesc> rx_descriptors(std::uint16_t queue) const noexcept;
     std::uint32_t rx_next_to_clean(std::uint16_t queue) const noexcept;
+    // The word TX queue `queue`'s head is written back to (lab tests make the device lie through it).
+    std::uint32_t* tx_head_writeback(std::uint16_t queue) const noexcept;
 
 private:
     struct RxQueue {
@@ -120,6 +122,7 @@ private:
     };
     struct TxQueue {
         TxRing ring;
+        std::uint32_t* head_wb;
         std::uint32_t last_tail = 0;
         std::uint64_t doorbells = 0;
     };

@@ -331,6 +331,26 @@ TEST_CASE("igb: descriptors the device wrote back with impossible values are cou
     CHECK(send_and_check(a, b, *bed.pool, 300, {60, 700}, 1, 5) == 300);
 }
 
+TEST_CASE("igb: a TX head write-back out of range is ignored and counted; no buffer is freed twice") {
+    Bed bed;
+    Igb a(*bed.a, *bed.iovas, *bed.pool);
+    Igb b(*bed.b, *bed.iovas, *bed.pool);
+    CHECK(send_and_check(a, b, *bed.pool, 10, {60}) == 10);  // reclaims as it goes
+    std::uint32_t* head = a.tx_head_writeback(0);
+    REQUIRE(head);
+    const std::uint32_t before = bed.pool->available();
+    for (std::uint32_t lie : {512u, 0xdeadbeefu, (*head + 5) % 512}) {  // outside the ring; past the tail
+        std::atomic_ref<std::uint32_t>(*head).store(lie);
+        CHECK(a.tx_reclaim(0) == 0);
+    }
+    CHECK(a.tx_stats(0).bad_head == 3);
+    CHECK(bed.pool->available() == before);
+    // The device's next write-back is believed again, and traffic goes on.
+    CHECK(send_and_check(a, b, *bed.pool, 100, {60, 1514}, 1, 10) == 100);
+    a.tx_reclaim(0);
+    CHECK(a.tx_stats(0).bad_head == 3);
+}
+
 TEST_CASE("igb: set-up errors are clear and leave the device usable") {
     Bed bed;
     {
