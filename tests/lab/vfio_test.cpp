@@ -54,7 +54,7 @@ TEST_CASE("region info, BAR mapping and config space of an igb", "[lab]") {
     auto lab = lab_or_skip();
     vfio::Domain domain;
     vfio::Device nic = vfio::Device::open(domain, lab.nics[0]);
-    CHECK(domain.backend() == vfio::Backend::type1);
+    INFO("IOMMU backend " << vfio::to_string(domain.backend()));
     CHECK(domain.device_count() == 1);
     REQUIRE(nic.num_regions() >= 9);  // BAR0-5, ROM, config, VGA
 
@@ -212,9 +212,12 @@ TEST_CASE("every bad input has its error and leaves the guest usable", "[lab]") 
     vfio::Device nic = vfio::Device::open(domain, lab.nics[0]);
     CHECK_THROWS_WITH(vfio::Device::open(domain, lab.nics[0]), ContainsSubstring("already open in this domain"));
     {
-        vfio::Domain other;  // the group belongs to the first domain's container
-        CHECK_THROWS_WITH(vfio::Device::open(other, lab.nics[0]), ContainsSubstring("/dev/vfio/") &&
-                                                                       ContainsSubstring("holds it"));
+        vfio::Domain other;  // the device (type1: its group) belongs to the first domain
+        if (other.backend() == vfio::Backend::type1)
+            CHECK_THROWS_WITH(vfio::Device::open(other, lab.nics[0]), ContainsSubstring("/dev/vfio/") &&
+                                                                           ContainsSubstring("holds it"));
+        else
+            CHECK_THROWS_AS(vfio::Device::open(other, lab.nics[0]), Error);
     }
 
     // DMA mapping errors: overlap, outside the ranges, unaligned, unknown unmap, unmapped memory.
@@ -253,7 +256,7 @@ TEST_CASE("a group file without permission says what to do", "[lab]") {
             ::_exit(1);
         } catch (const Error& e) {
             std::string m = e.what();
-            ::_exit(m.find("Permission denied") != std::string::npos && m.find("run as root") != std::string::npos ? 0 : 2);
+            ::_exit(m.find("Permission denied") != std::string::npos ? 0 : 2);
         } catch (...) {
             ::_exit(4);
         }
