@@ -70,8 +70,8 @@ int to_count(const std::string& flag, const std::string& v, int least) {
         if (used == v.size() && n >= least && n <= 1000) return n;
     } catch (const std::exception&) {
     }
-    throw Error("bardrive bench", "--" + flag + " " + v, "not a count", "give a whole number from " +
-                                                                           std::to_string(least) + " to 1000");
+    throw Error("bardrive bench", "--" + flag + " " + v, "not a count",
+                "give a whole number from " + std::to_string(least) + " to 1000");
 }
 
 }  // namespace
@@ -92,8 +92,8 @@ int run_bench(const CommandArgs& argv) {
     opt.sweep.warmup = to_count("warmup", args.value("warmup").value_or("1"), 0);
     opt.sweep.latency = !args.has("no-latency");
     if (auto only = args.value("only")) {
-        static const std::string known[] = {"ce",      "sm",      "zc-read", "zc-write", "peer",
-                                            "nopeer",  "mmio-wc", "mmio-uc", "nic"};
+        static const std::string known[] = {"ce",     "sm",      "zc-read", "zc-write", "peer",
+                                            "nopeer", "mmio-wc", "mmio-uc", "nic"};
         for (const auto& m : split(*only)) {
             if (std::find(std::begin(known), std::end(known), m) == std::end(known))
                 throw Error("bardrive bench", "--only " + m, "unknown method", "see 'bardrive bench --help'");

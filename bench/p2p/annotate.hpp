@@ -17,7 +17,8 @@ double link_gbps(const pci::LinkInfo& link);
 // Fills topology and link_gbps of every path whose endpoints name PCI devices found in `t`
 // (bidirectional paths get twice the one-way rate: PCIe is full duplex). The slowest link on the
 // way bounds the path. A path measured faster than its PCIe route keeps no link rate and says
-// so in its note (NVLink, which PCI cannot see, or an emulated link). Paths with endpoints not in `t` keep what they had.
+// so in its note (NVLink, which PCI cannot see, or an emulated link). Paths with endpoints not in `t` keep what they
+// had.
 void annotate(Report& r, const pci::Topology& t);
 
 }  // namespace bardrive::bench

@@ -66,12 +66,13 @@ Report run(const Options& opt) {
     }
 
     if (opt.window)
-        r.endpoints.push_back({"bar", log::concat("BAR ", opt.window->bar, " of ", opt.window->bdf.str()),
-                               opt.window->bdf.str(), -1});
+        r.endpoints.push_back(
+            {"bar", log::concat("BAR ", opt.window->bar, " of ", opt.window->bdf.str()), opt.window->bdf.str(), -1});
     for (auto& p : run_window_paths(opt.window, opt.sweep, progress, opt.window_max)) r.paths.push_back(std::move(p));
 
     if (opt.nics)
-        r.endpoints.push_back({"nic", log::concat("igb ", opt.nics->rx.str(), " receiving from igb ", opt.nics->tx.str()),
+        r.endpoints.push_back({"nic",
+                               log::concat("igb ", opt.nics->rx.str(), " receiving from igb ", opt.nics->tx.str()),
                                opt.nics->rx.str(), -1});
     for (auto& p : run_nic_paths(opt.nics, opt.window, opt.sweep, progress)) r.paths.push_back(std::move(p));
     progress.finish();

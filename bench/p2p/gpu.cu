@@ -1,9 +1,6 @@
 // The GPU paths (see gpu.hpp), on the CUDA runtime. Each path is a PathSpec: how to enqueue one
 // transfer, how to prepare known bytes, how to check what landed, and its reference. One sweep
 // loop times them all with CUDA events.
-#include "bench/p2p/gpu.hpp"
-#include "bench/p2p/pattern.hpp"
-
 #include <cuda_runtime.h>
 
 #include <cctype>
@@ -13,6 +10,8 @@
 #include <memory>
 #include <tuple>
 
+#include "bench/p2p/gpu.hpp"
+#include "bench/p2p/pattern.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -195,13 +194,13 @@ std::string check(const Gpu& g, const void* p, std::size_t bytes, std::uint64_t 
 // and how to check the result of one more transfer after the sweep.
 struct PathSpec {
     PathResult row;
-    Gpu* timer = nullptr;                                  // whose streams and events time it
-    bool two_streams = false;                              // work goes on s1 and s2 at once
+    Gpu* timer = nullptr;      // whose streams and events time it
+    bool two_streams = false;  // work goes on s1 and s2 at once
     std::function<void(std::uint64_t bytes, std::uint64_t seed)> issue;
-    std::function<void(std::uint64_t seed)> prepare;       // sources = pattern(seed), destinations = other
+    std::function<void(std::uint64_t seed)> prepare;  // sources = pattern(seed), destinations = other
     std::function<std::string(std::uint64_t bytes, std::uint64_t seed)> verify;
-    std::function<double(std::uint64_t bytes)> ref_gbps;   // the reference at this size; empty = none
-    std::function<double()> latency_us;                    // empty = not measured
+    std::function<double(std::uint64_t bytes)> ref_gbps;  // the reference at this size; empty = none
+    std::function<double()> latency_us;                   // empty = not measured
     std::uint64_t latency_bytes = 0;
 };
 
@@ -414,8 +413,7 @@ void add_host_paths(Rig& rig, Gpu& g, int node, const SweepConfig& cfg, std::uin
                                                           gp->counter() + 1);
             xor_pattern_kernel<<<gp->blocks, 256, 0, st>>>(b / 8, seed, gp->counter() + 2);
             unsigned long long got[2] = {};
-            ck(cudaMemcpyAsync(got, gp->counter() + 1, 16, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync",
-               gp->dev.bdf);
+            ck(cudaMemcpyAsync(got, gp->counter() + 1, 16, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync", gp->dev.bdf);
             ck(cudaStreamSynchronize(st), "read_kernel", gp->dev.bdf);
             if (got[0] == got[1]) return {};
             return log::concat("the GPU read wrong bytes from ", h, ": XOR of ", format_size(b), " is ", got[0],
@@ -465,8 +463,7 @@ void peer_on(Gpu& a, Gpu& b, bool on) {
         if (e == cudaErrorPeerAccessAlreadyEnabled || e == cudaErrorPeerAccessNotEnabled) {
             cudaGetLastError();  // already in the wanted state: clear the error it just returned
         } else {
-            ck(e, on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess",
-               x->dev.bdf + " -> " + y->dev.bdf);
+            ck(e, on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess", x->dev.bdf + " -> " + y->dev.bdf);
         }
     }
 }
@@ -490,8 +487,9 @@ void add_peer_paths(Rig& rig, Gpu& a, Gpu& b, const SweepConfig& cfg, std::uint6
             for (bool bidir : {false, true}) {
                 if (bidir && a.dev.index > b.dev.index) continue;
                 PathResult r = make_path(method, na, nb, bidir);
-                r.reason = "cudaDeviceCanAccessPeer says no between these GPUs (no P2P over this topology, or the "
-                           "driver disables it)";
+                r.reason =
+                    "cudaDeviceCanAccessPeer says no between these GPUs (no P2P over this topology, or the "
+                    "driver disables it)";
                 unavailable.push_back(r);
             }
             continue;
@@ -589,8 +587,8 @@ GpuList list_gpus() {
     int drv = 0, rt = 0;
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
-    out.driver = log::concat("CUDA driver ", drv / 1000, '.', drv % 1000 / 10, ", runtime ", rt / 1000, '.',
-                             rt % 1000 / 10);
+    out.driver =
+        log::concat("CUDA driver ", drv / 1000, '.', drv % 1000 / 10, ", runtime ", rt / 1000, '.', rt % 1000 / 10);
     for (int i = 0; i < n; ++i) {
         cudaDeviceProp p{};
         if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;

@@ -5,8 +5,9 @@ namespace bardrive::bench {
 
 GpuList list_gpus() {
     GpuList l;
-    l.reason = "bardrive was built without CUDA (meson found no nvcc; reconfigure with -Dcuda=enabled where the "
-               "CUDA toolkit is installed)";
+    l.reason =
+        "bardrive was built without CUDA (meson found no nvcc; reconfigure with -Dcuda=enabled where the "
+        "CUDA toolkit is installed)";
     return l;
 }
 

@@ -128,8 +128,9 @@ std::vector<PathResult> run_nic_paths(const std::optional<NicPair>& nics, const 
     PathResult& bar = rows[1];
     if (!nics) {
         for (auto& r : rows)
-            r.reason = "no NICs given (--nics TX,RX: two igb NICs on one link, bound to vfio-pci; the lab's basic "
-                       "preset has them)";
+            r.reason =
+                "no NICs given (--nics TX,RX: two igb NICs on one link, bound to vfio-pci; the lab's basic "
+                "preset has them)";
         return rows;
     }
     host.src_bdf = bar.src_bdf = nics->rx.str();

@@ -55,9 +55,7 @@ std::string rate(double gbps) { return fixed(gbps, gbps < 1 ? 4 : 2); }
 
 std::string ratio(double num, double den) { return den > 0 ? fixed(num / den, 3) : std::string("-"); }
 
-std::string percent(double num, double den) {
-    return den > 0 ? fixed(100.0 * num / den, 1) + "%" : std::string("-");
-}
+std::string percent(double num, double den) { return den > 0 ? fixed(100.0 * num / den, 1) + "%" : std::string("-"); }
 
 }  // namespace
 
@@ -134,18 +132,26 @@ std::string json_string(const std::string& s) {
     std::string o = "\"";
     for (unsigned char c : s) {
         switch (c) {
-        case '"': o += "\\\""; break;
-        case '\\': o += "\\\\"; break;
-        case '\n': o += "\\n"; break;
-        case '\t': o += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                o += buf;
-            } else {
-                o += static_cast<char>(c);
-            }
+            case '"':
+                o += "\\\"";
+                break;
+            case '\\':
+                o += "\\\\";
+                break;
+            case '\n':
+                o += "\\n";
+                break;
+            case '\t':
+                o += "\\t";
+                break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    o += buf;
+                } else {
+                    o += static_cast<char>(c);
+                }
         }
     }
     return o + "\"";
@@ -158,11 +164,20 @@ std::string xml_escape(const std::string& s) {
     std::string o;
     for (char c : s) {
         switch (c) {
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '&': o += "&amp;"; break;
-        case '"': o += "&quot;"; break;
-        default: o += c;
+            case '<':
+                o += "&lt;";
+                break;
+            case '>':
+                o += "&gt;";
+                break;
+            case '&':
+                o += "&amp;";
+                break;
+            case '"':
+                o += "&quot;";
+                break;
+            default:
+                o += c;
         }
     }
     return o;
@@ -261,8 +276,8 @@ std::string to_svg(const Report& r) {
       << "\" fill=\"none\" stroke=\"black\"/>\n"
       << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 20 << "\" text-anchor=\"middle\">transfer size</text>\n"
       << "<text transform=\"translate(18," << top + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">GB/s</text>\n";
-    static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     int n = 0;
     for (const auto& p : r.paths) {
         if (!p.available() || p.points.empty()) continue;
@@ -277,8 +292,7 @@ std::string to_svg(const Report& r) {
         double ly = top + 8 + 16 * n;
         o << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
           << "\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << "/>\n<text x=\"" << left + pw + 42
-          << "\" y=\"" << ly + 4 << "\">" << xml_escape(p.id) << (p.bidirectional ? " (both ways)" : "")
-          << "</text>\n";
+          << "\" y=\"" << ly + 4 << "\">" << xml_escape(p.id) << (p.bidirectional ? " (both ways)" : "") << "</text>\n";
         ++n;
     }
     o << "</svg>\n";

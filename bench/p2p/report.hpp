@@ -18,22 +18,22 @@ struct Point {
 
 // One path: where the bytes go, by what means, and either its sweep or why it could not run.
 struct PathResult {
-    std::string id;          // "ce:host0->gpu0": method, then endpoints
-    std::string method;      // ce, sm, zc-read, zc-write, peer, nopeer, mmio-wc, mmio-uc, nic
-    std::string src;         // endpoint names: host0 (pinned memory on NUMA node 0), gpu0, bar, nic
+    std::string id;      // "ce:host0->gpu0": method, then endpoints
+    std::string method;  // ce, sm, zc-read, zc-write, peer, nopeer, mmio-wc, mmio-uc, nic
+    std::string src;     // endpoint names: host0 (pinned memory on NUMA node 0), gpu0, bar, nic
     std::string dst;
-    std::string src_bdf;     // PCI address of a device endpoint; empty for host memory
+    std::string src_bdf;  // PCI address of a device endpoint; empty for host memory
     std::string dst_bdf;
-    int host_node = -1;      // NUMA node of the host-memory end; -1 = no such end, or not placed
+    int host_node = -1;  // NUMA node of the host-memory end; -1 = no such end, or not placed
     bool bidirectional = false;
-    std::string topology;    // the pair's class (PIX/PXB/PHB/NODE/SYS, or NUMA local/remote)
-    std::string note;        // what the figures mean beyond the class ("faster than its PCIe route")
-    std::string reference;   // what ref_gbps is ("cudaMemcpy H2D", "ivshmem BAR uncached")
-    double link_gbps = 0;    // the PCIe link's theoretical rate for the path; 0 = not a PCIe path/unknown
-    std::string reason;      // non-empty: the path is unavailable, and this says why
-    std::string failure;     // non-empty: the path ran but failed (wrong bytes landed, a call failed)
+    std::string topology;   // the pair's class (PIX/PXB/PHB/NODE/SYS, or NUMA local/remote)
+    std::string note;       // what the figures mean beyond the class ("faster than its PCIe route")
+    std::string reference;  // what ref_gbps is ("cudaMemcpy H2D", "ivshmem BAR uncached")
+    double link_gbps = 0;   // the PCIe link's theoretical rate for the path; 0 = not a PCIe path/unknown
+    std::string reason;     // non-empty: the path is unavailable, and this says why
+    std::string failure;    // non-empty: the path ran but failed (wrong bytes landed, a call failed)
     std::vector<Point> points;
-    double latency_us = 0;   // median time of one small transfer; 0 = not measured
+    double latency_us = 0;  // median time of one small transfer; 0 = not measured
     std::uint64_t latency_bytes = 0;
 
     bool available() const { return reason.empty(); }

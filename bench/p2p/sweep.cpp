@@ -21,17 +21,31 @@ std::uint64_t parse_size(std::string_view text) {
     int shift = 0;
     if (p != e) {
         switch (*p) {
-        case 'K': case 'k': shift = 10; break;
-        case 'M': case 'm': shift = 20; break;
-        case 'G': case 'g': shift = 30; break;
-        case 'T': case 't': shift = 40; break;
-        default: shift = -1;
+            case 'K':
+            case 'k':
+                shift = 10;
+                break;
+            case 'M':
+            case 'm':
+                shift = 20;
+                break;
+            case 'G':
+            case 'g':
+                shift = 30;
+                break;
+            case 'T':
+            case 't':
+                shift = 40;
+                break;
+            default:
+                shift = -1;
         }
         ++p;
         if (p != e && (*p == 'i' || *p == 'I')) ++p;  // "KiB" as well as "K"
         if (p != e && (*p == 'B' || *p == 'b')) ++p;
         if (shift < 0 || p != e)
-            throw Error("parse size", std::string(text), "unknown suffix", "use K, M, G or T (binary: 1K = 1024 bytes)");
+            throw Error("parse size", std::string(text), "unknown suffix",
+                        "use K, M, G or T (binary: 1K = 1024 bytes)");
     }
     if (shift && v > (UINT64_MAX >> shift)) throw Error("parse size", std::string(text), "too large");
     v <<= shift;

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -41,8 +41,7 @@ class Mapping {
 public:
     Mapping(const std::string& path, std::size_t bytes) : size_(bytes) {
         UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_SYNC));
-        if (!fd)
-            throw Error::from_errno("open", path, errno, errno == EACCES || errno == EPERM ? "run as root" : "");
+        if (!fd) throw Error::from_errno("open", path, errno, errno == EACCES || errno == EPERM ? "run as root" : "");
         void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
         if (p == MAP_FAILED)
             throw Error::from_errno("mmap", path, errno, "only memory BARs can be mapped; pick a memory BAR");
@@ -125,10 +124,10 @@ std::vector<PathResult> run_window_paths(const std::optional<WindowSpec>& window
     if (!ec && driver.filename() != "vfio-pci")
         throw Error("open window", bdf, "bound to the kernel driver " + driver.filename().string(),
                     "the bench overwrites the BAR: unbind it first (echo " + bdf + " > " + dir + "/driver/unbind)");
-    struct stat st{};
+    struct stat st {};
     if (::stat(uc_path.c_str(), &st) != 0)
-        throw Error::from_errno("stat", uc_path, errno, "is the device there and does it have BAR " +
-                                                            std::to_string(window->bar) + "?");
+        throw Error::from_errno("stat", uc_path, errno,
+                                "is the device there and does it have BAR " + std::to_string(window->bar) + "?");
     const std::uint64_t bar_bytes = static_cast<std::uint64_t>(st.st_size);
     const std::uint64_t cap = std::min(bar_bytes, max_bytes);
     std::vector<std::uint64_t> sizes;
@@ -148,8 +147,9 @@ std::vector<PathResult> run_window_paths(const std::optional<WindowSpec>& window
     if (::access(wc_path.c_str(), F_OK) == 0)
         wc.emplace(wc_path, largest);
     else
-        wc_reason = log::concat("BAR ", window->bar, " of ", bdf,
-                                " is not prefetchable: the kernel offers no write-combining mapping (no ", wc_path, ")");
+        wc_reason =
+            log::concat("BAR ", window->bar, " of ", bdf,
+                        " is not prefetchable: the kernel offers no write-combining mapping (no ", wc_path, ")");
     const bool streaming = __builtin_cpu_supports("sse4.1");
 
     std::vector<std::uint64_t> host(largest / 8);

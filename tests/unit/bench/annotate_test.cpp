@@ -1,7 +1,7 @@
+#include "bench/p2p/annotate.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
-
-#include "bench/p2p/annotate.hpp"
 
 using namespace bardrive;
 using namespace bardrive::bench;
@@ -29,8 +29,8 @@ pci::Topology two_gpus() {
     add("00:02.0", 0x060400, true, 32.0, 0);
     add("01:00.0", 0x030200, false, 32.0, 0);
     add("02:00.0", 0x030200, false, 32.0, -1);
-    pci::assemble(t, {std::nullopt, std::nullopt, std::nullopt, pci::Bdf::parse("00:01.0"),
-                      pci::Bdf::parse("00:02.0")});
+    pci::assemble(t,
+                  {std::nullopt, std::nullopt, std::nullopt, pci::Bdf::parse("00:01.0"), pci::Bdf::parse("00:02.0")});
     return t;
 }
 
@@ -40,7 +40,7 @@ TEST_CASE("a link's theoretical rate follows its encoding") {
     CHECK_THAT(link_gbps({32.0, 16, 32.0, 16}), WithinRel(63.015, 1e-4));  // Gen5 x16, 128b/130b
     CHECK_THAT(link_gbps({8.0, 16, 2.5, 1}), WithinRel(0.25, 1e-9));       // trained down to Gen1 x1, 8b/10b
     CHECK_THAT(link_gbps({64.0, 16, 64.0, 16}), WithinRel(118.0, 1e-9));   // Gen6 Flit: 236 of 256 bytes
-    CHECK(link_gbps({32.0, 16, 0, 0}) == 0);                                // link down
+    CHECK(link_gbps({32.0, 16, 0, 0}) == 0);                               // link down
 }
 
 TEST_CASE("paths get their class and the slowest link on the way") {

@@ -1,10 +1,9 @@
-#include <catch2/catch_test_macros.hpp>
+#include "bench/p2p/report.hpp"
 
+#include <catch2/catch_test_macros.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include "bench/p2p/report.hpp"
 
 using namespace bardrive::bench;
 
@@ -79,9 +78,9 @@ TEST_CASE("the peak is the fastest point; a failed path marks the report") {
 
 TEST_CASE("the table shows ratios to the reference and the link, reasons and failures") {
     std::string t = capture(print_table, sample());
-    CHECK(t.find("0.980") != std::string::npos);   // 50 / 51
-    CHECK(t.find("1.250") != std::string::npos);   // 2.5 / 2.0
-    CHECK(t.find("79.4%") != std::string::npos);   // 50 / 63
+    CHECK(t.find("0.980") != std::string::npos);  // 50 / 51
+    CHECK(t.find("1.250") != std::string::npos);  // 2.5 / 2.0
+    CHECK(t.find("79.4%") != std::string::npos);  // 50 / 63
     CHECK(t.find("unavailable: one GPU") != std::string::npos);
     CHECK(t.find("FAILED: 3 of 512 words wrong") != std::string::npos);
     CHECK(t.find("7.50 us") != std::string::npos);
@@ -91,7 +90,7 @@ TEST_CASE("the table shows ratios to the reference and the link, reasons and fai
 TEST_CASE("the matrix has one block per method and direction kind; unavailable pairs say n/a") {
     std::string m = capture(print_matrix, sample());
     CHECK(count(m, "ce unidirectional") == 1);
-    CHECK(count(m, "peer bidirectional") == 0);  // nothing ran: only the table lists it
+    CHECK(count(m, "peer bidirectional") == 0);                    // nothing ran: only the table lists it
     CHECK(m.find("396.00 (x1.003) [PHB*]") != std::string::npos);  // the note is flagged
     CHECK(m.find("50.00 (x0.980) [NUMA local]") != std::string::npos);
     CHECK(m.find("n/a") != std::string::npos);

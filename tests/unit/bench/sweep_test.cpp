@@ -1,6 +1,7 @@
+#include "bench/p2p/sweep.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 
-#include "bench/p2p/sweep.hpp"
 #include "core/error.hpp"
 
 using namespace bardrive::bench;
@@ -22,12 +23,12 @@ TEST_CASE("a range with a step factor, and a list, are read as written") {
 }
 
 TEST_CASE("bad sizes are refused with the reason") {
-    CHECK_THROWS_AS(parse_size("3"), bardrive::Error);      // below 16
-    CHECK_THROWS_AS(parse_size("100"), bardrive::Error);    // not a multiple of 16
-    CHECK_THROWS_AS(parse_size("4Q"), bardrive::Error);     // unknown suffix
+    CHECK_THROWS_AS(parse_size("3"), bardrive::Error);    // below 16
+    CHECK_THROWS_AS(parse_size("100"), bardrive::Error);  // not a multiple of 16
+    CHECK_THROWS_AS(parse_size("4Q"), bardrive::Error);   // unknown suffix
     CHECK_THROWS_AS(parse_size(""), bardrive::Error);
     CHECK_THROWS_AS(parse_size("99999999999T"), bardrive::Error);  // overflows 64 bits
-    CHECK_THROWS_AS(parse_sizes("1G..4K"), bardrive::Error);  // backwards
+    CHECK_THROWS_AS(parse_sizes("1G..4K"), bardrive::Error);       // backwards
     CHECK_THROWS_AS(parse_sizes("4K..1G:1"), bardrive::Error);
     CHECK_THROWS_AS(parse_sizes("4K,,1M"), bardrive::Error);
     try {

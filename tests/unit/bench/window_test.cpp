@@ -1,10 +1,11 @@
 // The CPU window paths over a stand-in for sysfs: resource2 is a plain file mapped the way the
 // kernel maps a BAR, so the copies, the checks and the error paths run for real.
-#include <catch2/catch_test_macros.hpp>
+#include "bench/p2p/window.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +13,6 @@
 
 #include "bench/p2p/nic.hpp"
 #include "bench/p2p/pattern.hpp"
-#include "bench/p2p/window.hpp"
 #include "core/error.hpp"
 
 using namespace bardrive::bench;
