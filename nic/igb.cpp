@@ -44,7 +44,7 @@ bool poll_until(F done, std::chrono::milliseconds timeout) {
 }  // namespace
 
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& o)
-    : dev_(&device) {
+    : dev_(&device), options_(o) {
     const std::string who = device.bdf().str();
     if (o.rx_queues < 1 || o.rx_queues > igb::MAX_QUEUES || o.tx_queues < 1 || o.tx_queues > igb::MAX_QUEUES) {
         throw Error("configure igb", who,
@@ -57,7 +57,7 @@ Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_po
         throw Error("configure igb", who, log::concat("pool buffers of ", rx_pool.buffer_size(), " bytes"),
                     "receive buffers must be at least 2048 bytes (a 1514-byte frame in one buffer)");
     }
-    std::uint32_t ring_bufs = o.rx_queues * (o.rx_ring - 1);
+    std::uint32_t ring_bufs = o.rx_manual ? 0 : o.rx_queues * (o.rx_ring - 1);
     if (rx_pool.available() < ring_bufs) {
         throw Error("configure igb", who,
                     log::concat("the pool has ", rx_pool.available(), " free buffers, the RX rings need ", ring_bufs),
@@ -185,7 +185,7 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
-        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), &pool, 0, 0, 0, descs});
+        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.rx_manual ? nullptr : &pool, 0, 0, 0, descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::RDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::RDLEN(q), o.rx_ring * sizeof(igb::AdvRxDesc));
@@ -198,7 +198,7 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
             throw Error("enable rx queue", dev_->bdf().str(), log::concat("RXDCTL", q, ".ENABLE did not stick"));
         }
         refill(rx_.back());
-        if (rx_.back().ring.posted() != o.rx_ring - 1) {
+        if (!o.rx_manual && rx_.back().ring.posted() != o.rx_ring - 1) {
             throw Error("fill rx ring", dev_->bdf().str(), "the buffer pool ran dry while filling the rings");
         }
     }
@@ -284,6 +284,7 @@ void Igb::setup_interrupts(const IgbOptions& o) {
 }
 
 void Igb::refill(RxQueue& q) noexcept {
+    if (!q.pool) return;  // rx_manual: the caller posts with rx_post()
     Packet bufs[kRefillBatch];
     while (q.ring.free_slots() != 0) {
         std::uint32_t want = std::min(q.ring.free_slots(), kRefillBatch), k = 0;
@@ -309,6 +310,27 @@ std::uint16_t Igb::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept
         ++q.doorbells;
     }
     return static_cast<std::uint16_t>(n);
+}
+
+std::uint32_t Igb::rx_post(std::uint16_t queue, std::span<const Packet> bufs) noexcept {
+    if (queue >= rx_.size()) return 0;
+    RxQueue& q = rx_[queue];
+    std::uint32_t n = q.ring.post(bufs);
+    if (q.ring.tail() != q.last_tail) {
+        vfio::wmb();
+        bar0_.write32(igb::RDT(queue), q.ring.tail());
+        q.last_tail = q.ring.tail();
+        ++q.doorbells;
+    }
+    return n;
+}
+
+std::uint32_t Igb::rx_free_slots(std::uint16_t queue) const noexcept {
+    return queue < rx_.size() ? rx_[queue].ring.free_slots() : 0;
+}
+
+std::uint32_t Igb::tx_free_slots(std::uint16_t queue) const noexcept {
+    return queue < tx_.size() ? tx_[queue].ring.free_slots() : 0;
 }
 
 std::uint32_t Igb::tx_reclaim(std::uint16_t queue) noexcept {

@@ -32,6 +32,9 @@ struct IgbOptions {
     Loopback loopback = Loopback::none;
     bool interrupts = false;   // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
+    // RX rings start empty and are never refilled from the pool: the caller posts its own buffers
+    // (exact destinations, e.g. the loopback copy engine) with rx_post().
+    bool rx_manual = false;
 };
 
 // Counters the driver keeps per queue (the data path never touches the device to count).
@@ -87,9 +90,15 @@ public:
     std::uint16_t tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept;
     // Returns finished TX buffers to their pools without sending; how many it freed.
     std::uint32_t tx_reclaim(std::uint16_t queue) noexcept;
+    // rx_manual: posts caller-owned buffers (Packet::iova; the device may write up to the pool's buffer
+    // size into each) and rings the doorbell; how many it took.
+    std::uint32_t rx_post(std::uint16_t queue, std::span<const Packet> bufs) noexcept;
+    std::uint32_t rx_free_slots(std::uint16_t queue) const noexcept;
+    std::uint32_t tx_free_slots(std::uint16_t queue) const noexcept;
     bool wait_rx(std::uint16_t queue, int timeout_ms) noexcept;
     static void release(const Packet& p) noexcept;  // gives a received frame's buffer back to its pool
 
+    const IgbOptions& options() const noexcept { return options_; }
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept;
     unsigned link_speed_mbps() const noexcept;
@@ -145,6 +154,7 @@ private:
     dma::Mapping ring_mapping_;  // after ring_memory_: leaves the IOMMU first
     std::vector<RxQueue> rx_;
     std::vector<TxQueue> tx_;
+    IgbOptions options_;
     MacAddress mac_;
     bool interrupts_ = false;
     DeviceStats device_stats_;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,9 +20,12 @@
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
+#include "dma/mapping.hpp"
+#include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
 #include "nic/igb.hpp"
 #include "nic/igb_regs.hpp"
+#include "nic/loopback_copy.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -349,6 +353,36 @@ TEST_CASE("igb: a TX head write-back out of range is ignored and counted; no buf
     CHECK(send_and_check(a, b, *bed.pool, 100, {60, 1514}, 1, 10) == 100);
     a.tx_reclaim(0);
     CHECK(a.tx_stats(0).bad_head == 3);
+}
+
+TEST_CASE("igb as a DMA engine: MAC loopback copies memory to memory and into the window, exactly") {
+    Bed bed;
+    Igb port(*bed.a, *bed.iovas, *bed.pool, nic::LoopbackCopy::port_options());
+    nic::LoopbackCopy copy(port);
+    auto mem = dma::Memory::allocate(4 << 20);
+    auto map = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
+    auto* src = reinterpret_cast<std::uint8_t*>(mem.data());
+    auto* dst = src + (2 << 20);
+    std::mt19937 rng(7);
+    for (std::size_t i = 0; i < (1 << 20); ++i) src[i] = static_cast<std::uint8_t>(rng());
+    for (std::size_t size : {60u, 1514u, 1515u, 1573u, 100000u, 600000u}) {
+        INFO("size " << size);
+        std::memset(dst, 0xaa, size + 64);
+        REQUIRE(copy.start(map.iova() + (2 << 20), map.iova(), size));
+        REQUIRE(copy.wait(20000));
+        CHECK(std::memcmp(dst, src, size) == 0);
+        CHECK(dst[size] == 0xaa);  // not a byte past the end
+    }
+    CHECK_FALSE(copy.start(map.iova() + (2 << 20), map.iova(), 59));  // would be padded past the end
+    // Host memory into the peer window (what a NIC-driven migration into GPU memory does).
+    auto win_dev = vfio::Device::open(*bed.domain, bed.windows.at(0));
+    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, win_dev, 2);
+    const std::size_t off = 1 << 20, size = 300000;
+    REQUIRE(copy.start(window.iova() + off, map.iova() + 4096, size));
+    REQUIRE(copy.wait(20000));
+    const auto* w = const_cast<const std::uint8_t*>(window.cpu().data() + window.bar_offset() + off);
+    CHECK(std::memcmp(w, src + 4096, size) == 0);
+    CHECK(copy.bytes_copied() == 60 + 1514 + 1515 + 1573 + 100000 + 600000 + size);
 }
 
 TEST_CASE("igb: set-up errors are clear and leave the device usable") {
