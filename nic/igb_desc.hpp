@@ -62,6 +62,7 @@ static_assert(offsetof(AdvTxDesc::Writeback, status) == 12);
 namespace txd {
 inline constexpr std::uint32_t DTALEN_MASK = 0xffff;
 inline constexpr std::uint32_t DTYP_DATA = 0x3u << 20;  // advanced data descriptor
+inline constexpr std::uint32_t DTYP_E1000E_DATA = 0x1u << 20;  // 82574 extended data descriptor (its 7.2.3)
 inline constexpr std::uint32_t CMD_EOP = 1u << 24;      // last descriptor of the frame
 inline constexpr std::uint32_t CMD_IFCS = 1u << 25;     // append the Ethernet CRC
 inline constexpr std::uint32_t CMD_RS = 1u << 27;       // report status (head write-back)

@@ -101,8 +101,13 @@ std::uint32_t RxRing::drain(std::span<Packet> out) noexcept {
     return n;
 }
 
-TxRing::TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame)
-    : descs_(descs), head_wb_(head_wb), mask_(size - 1), max_frame_(std::min<std::uint32_t>(max_frame, igb::txd::DTALEN_MASK)) {
+TxRing::TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
+               TxFormat format)
+    : descs_(descs),
+      head_wb_(head_wb),
+      mask_(size - 1),
+      max_frame_(std::min<std::uint32_t>(max_frame, igb::txd::DTALEN_MASK)),
+      format_(format) {
     check_ring_size(size, "tx ring");
     slots_.resize(size);
 }
@@ -111,6 +116,11 @@ std::uint32_t TxRing::push(std::span<const Packet> pkts) noexcept {
     std::uint32_t room = std::min<std::uint32_t>(static_cast<std::uint32_t>(pkts.size()), free_slots());
     std::uint32_t n = 0;
     igb::AdvTxDesc* last = nullptr;
+    const bool igb = format_ == TxFormat::igb_advanced;
+    // Without head write-back each descriptor reports its own completion.
+    const std::uint32_t rs_each = head_wb_ ? 0 : igb::txd::CMD_RS;
+    const std::uint32_t type = (igb ? igb::txd::DTYP_DATA : igb::txd::DTYP_E1000E_DATA) | igb::txd::CMD_DEXT |
+                               igb::txd::CMD_IFCS | igb::txd::CMD_EOP | rs_each;
     for (; n < room; ++n) {
         const Packet& p = pkts[n];
         if (p.len == 0 || p.len > max_frame_) {
@@ -119,8 +129,8 @@ std::uint32_t TxRing::push(std::span<const Packet> pkts) noexcept {
         }
         igb::AdvTxDesc& d = descs_[tail_];
         d.read.buffer_addr = p.iova;
-        d.read.cmd_type_len = igb::txd::DTYP_DATA | igb::txd::CMD_DEXT | igb::txd::CMD_IFCS | igb::txd::CMD_EOP | p.len;
-        d.read.olinfo_status = p.len << igb::txd::PAYLEN_SHIFT;
+        d.read.cmd_type_len = type | p.len;
+        d.read.olinfo_status = igb ? p.len << igb::txd::PAYLEN_SHIFT : 0;  // also clears a stale DD
         slots_[tail_] = p;
         tail_ = (tail_ + 1) & mask_;
         counters_.bytes += p.len;
@@ -133,6 +143,14 @@ std::uint32_t TxRing::push(std::span<const Packet> pkts) noexcept {
 }
 
 std::uint32_t TxRing::reclaim(std::span<Packet> out) noexcept {
+    if (!head_wb_) {
+        std::uint32_t n = 0;
+        while (n < out.size() && in_flight() != 0 && (load_acquire(descs_[clean_].wb.status) & igb::txd::STA_DD)) {
+            out[n++] = slots_[clean_];
+            clean_ = (clean_ + 1) & mask_;
+        }
+        return n;
+    }
     std::uint32_t head = load_acquire(*head_wb_);
     std::uint32_t queued = in_flight();
     std::uint32_t done = (head - clean_) & mask_;

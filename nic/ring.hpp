@@ -74,18 +74,24 @@ struct TxRingCounters {
     std::uint64_t bad_head = 0;    // head write-back outside the ring or beyond what was queued
 };
 
+// The 16-byte transmit data descriptors both parts share in layout (address, cmd/type/length, status):
+// the 82576's advanced one (DTYP 0011, PAYLEN) and the 82574's extended one (DTYP 0001).
+enum class TxFormat { igb_advanced, e1000e_extended };
+
 class TxRing {
 public:
-    // `head_wb` is the 32-bit word the device writes its head index to (TDWBAL/H); frames longer than
-    // `max_frame` are refused. Throws bardrive::Error for a bad size.
-    TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame);
+    // `head_wb` is the 32-bit word the device writes its head index to (TDWBAL/H); null: completions are
+    // read from each descriptor's DD bit instead (the 82574 has no head write-back), every descriptor
+    // then asks for it. Frames longer than `max_frame` are refused. Throws bardrive::Error for a bad size.
+    TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
+           TxFormat format = TxFormat::igb_advanced);
 
     // Queues frames in order; stops at a full ring or at a frame of impossible length (counted).
     // The last descriptor queued asks for a head write-back. Returns how many were taken.
     std::uint32_t push(std::span<const Packet> pkts) noexcept;
 
     // Returns up to out.size() frames the device has finished with (their buffers are free again),
-    // as told by the head write-back, once checked.
+    // as told by the head write-back, once checked (or by the descriptors' DD bits).
     std::uint32_t reclaim(std::span<Packet> out) noexcept;
 
     std::uint32_t tail() const noexcept { return tail_; }  // the value TDT should hold
@@ -102,6 +108,7 @@ private:
     const std::uint32_t* head_wb_;
     std::uint32_t mask_;
     std::uint32_t max_frame_;
+    TxFormat format_;
     std::uint32_t tail_ = 0;
     std::uint32_t clean_ = 0;
     std::vector<Packet> slots_;

@@ -293,3 +293,33 @@ TEST_CASE("tx: a head write-back out of range or beyond the tail is a counted er
     REQUIRE(ring.drain(out) == 1);
     CHECK(out[0].buf == 2);
 }
+
+TEST_CASE("tx without head write-back (82574): every descriptor reports, reclaim follows DD in order") {
+    std::vector<igb::AdvTxDesc> d(8);
+    TxRing ring(d.data(), 8, nullptr, kBuf, TxFormat::e1000e_extended);
+    Buffers b(8);
+    for (auto& p : b.pkts) p.len = 100;
+    REQUIRE(ring.push(std::span(b.pkts).first(4)) == 4);
+    for (int i = 0; i < 4; ++i) {
+        std::uint32_t c = d[i].read.cmd_type_len;
+        CHECK((c & (0xfu << 20)) == igb::txd::DTYP_E1000E_DATA);
+        CHECK((c & igb::txd::CMD_RS) != 0);
+        CHECK((c & igb::txd::CMD_DEXT) != 0);
+        CHECK(d[i].read.olinfo_status == 0);
+    }
+    Packet out[8];
+    CHECK(ring.reclaim(out) == 0);
+    d[0].wb.status = igb::txd::STA_DD;
+    d[2].wb.status = igb::txd::STA_DD;  // out of order: waits for 1
+    REQUIRE(ring.reclaim(out) == 1);
+    CHECK(out[0].buf == 0);
+    d[1].wb.status = igb::txd::STA_DD;
+    REQUIRE(ring.reclaim(out) == 2);
+    CHECK(out[1].buf == 2);
+    // A stale DD from the previous lap is cleared when the slot is reused.
+    REQUIRE(ring.push(std::span(b.pkts).subspan(4, 4)) == 4);
+    d[3].wb.status = igb::txd::STA_DD;
+    REQUIRE(ring.reclaim(out) == 1);
+    CHECK(ring.in_flight() == 4);
+    CHECK(ring.reclaim(out) == 0);  // slots 4..7 were written with status 0
+}
