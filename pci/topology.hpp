@@ -51,6 +51,7 @@ struct Device {
     bool ats = false, pri = false, pasid = false, aer = false;
     std::size_t config_bytes = 0;  // how much config space could be read
     bool ext_config = false;       // extended config space (capabilities beyond 0xff) was readable
+    bool caps_unread = false;      // it has a capability list that could not be read (not root)
     std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "nvidia:0"
     std::vector<std::string> warnings;
 

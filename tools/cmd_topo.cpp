@@ -315,7 +315,7 @@ void print_show(const Topology& t, std::size_t i) {
     }
     if (d.link) std::printf("  link:       %s (capable %sGT/s x%u)\n", link_text(*d.link).c_str(), speed(d.link->max_gts).c_str(), d.link->max_width);
     std::printf("  config:     %zu bytes read%s\n", d.config_bytes,
-                d.config_bytes < 256 ? " (capabilities not readable: run as root)"
+                d.caps_unread ? " (capabilities not readable: run as root)"
                 : !d.ext_config     ? " (no extended config space)"
                                     : "");
     if (d.acs) std::printf("  ACS:        capability %s; enabled %s\n", acs::describe(d.acs->capability).c_str(), acs::describe(d.acs->control).c_str());
