@@ -44,11 +44,17 @@ const char* usage =
     "  --svg FILE        also write a plot of bandwidth against size\n"
     "  --quiet           no progress bar (it is drawn only when stdout is a terminal anyway)\n";
 
-void write_file(const std::string& path, const std::string& text) {
+// Opened before the run, so a path that cannot be written fails in a second, not after the sweep.
+std::ofstream open_output(const std::string& path) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("open", path, "could not create the file", "check the directory exists and is writable");
+    return f;
+}
+
+void write_file(std::ofstream& f, const std::string& path, const std::string& text) {
     f << text;
     f.flush();
-    if (!f) throw Error("write", path, "could not write the file", "check the directory exists and is writable");
+    if (!f) throw Error("write", path, "could not write the file", "check the disk is not full");
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -109,6 +115,10 @@ int run_bench(const CommandArgs& argv) {
     opt.command = "bardrive bench";
     for (const auto& a : argv) opt.command += " " + a;
 
+    std::ofstream json_file, svg_file;
+    if (json && !json_only) json_file = open_output(*json);
+    if (auto svg = args.value("svg")) svg_file = open_output(*svg);
+
     bench::Report report = bench::run(opt);
 
     if (json_only) {
@@ -121,9 +131,9 @@ int run_bench(const CommandArgs& argv) {
         bench::print_matrix(report, stdout);
         std::printf("\n");
         bench::print_table(report, stdout);
-        if (json) write_file(*json, bench::to_json(report));
+        if (json) write_file(json_file, *json, bench::to_json(report));
     }
-    if (auto svg = args.value("svg")) write_file(*svg, bench::to_svg(report));
+    if (auto svg = args.value("svg")) write_file(svg_file, *svg, bench::to_svg(report));
     if (report.any_failed()) {
         std::fprintf(stderr, "bardrive bench: some paths FAILED their data check (see above)\n");
         return 1;
