@@ -4,6 +4,7 @@
 //   input 2: the largest snapshot fixture; lspci reads the same config bytes as an 'lspci -xxxx' dump (-F)
 //   input 3: the largest hwloc XML fixture (a DGX-2); lstopo reads the same file (--input)
 // Each figure is the median of --reps runs after one warm-up. Prints a markdown table.
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,16 +29,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median_ms(int reps, const std::function<void()>& f) {
+// CPU time (user + system) of this process and its waited-for children, in ms: less sensitive than
+// wall time to other work on a shared machine.
+double cpu_ms() {
+    double ms = 0;
+    for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+        rusage u{};
+        ::getrusage(who, &u);
+        ms += (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+    }
+    return ms;
+}
+
+struct Measure {
+    double ms = 0;   // median wall time of one run
+    double cpu = 0;  // mean CPU time of one run
+};
+
+Measure measure(int reps, const std::function<void()>& f) {
     f();  // warm-up: page cache, pci.ids
     std::vector<double> t;
+    double cpu0 = cpu_ms();
     for (int i = 0; i < reps; ++i) {
         auto a = Clock::now();
         f();
         t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
     }
+    double cpu = (cpu_ms() - cpu0) / reps;
     std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return {t[t.size() / 2], cpu};
 }
 
 // Runs argv with stdout and stderr to /dev/null; throws unless it exits 0.
@@ -90,8 +110,7 @@ std::size_t write_lspci_dump(const std::string& snapshot, const std::string& out
 
 struct Row {
     std::string input, tool;
-    double ms;
-    double bardrive_ms;
+    Measure m, base;  // base: bardrive topo as a process, same input
 };
 
 }  // namespace
@@ -112,63 +131,65 @@ int main(int argc, char** argv) {
     }
     try {
         std::vector<Row> rows;
-        auto add = [&](const std::string& input, const std::string& tool, double ms, double base) {
-            rows.push_back({input, tool, ms, base});
+        auto add = [&](const std::string& input, const std::string& tool, Measure m, Measure base) {
+            rows.push_back({input, tool, m, base});
         };
 
         // 1. This machine.
         std::size_t live_n = 0;
-        double lib = median_ms(reps, [&] {
+        Measure lib = measure(reps, [&] {
             LiveSource src;
             auto t = read_topology(src);
             attach_names(t);
             live_n = t.devices.size();
         });
-        double proc = median_ms(reps, [&] { run_quiet({cli, "topo"}); });
+        Measure proc = measure(reps, [&] { run_quiet({cli, "topo"}); });
         std::string live = log::concat("this machine (", live_n, " functions)");
         add(live, "bardrive library: read + names", lib, proc);
         add(live, "bardrive topo (process)", proc, proc);
-        add(live, "lspci -vvv", median_ms(reps, [&] { run_quiet({"lspci", "-vvv"}); }), proc);
-        add(live, "lstopo --of xml", median_ms(reps, [&] { run_quiet({"lstopo", "--of", "xml", "-"}); }), proc);
+        add(live, "lspci -vvv", measure(reps, [&] { run_quiet({"lspci", "-vvv"}); }), proc);
+        add(live, "lstopo --of xml", measure(reps, [&] { run_quiet({"lstopo", "--of", "xml", "-"}); }), proc);
 
         // 2. The largest snapshot fixture; lspci gets the same config bytes.
         std::string dump = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/topo-bench-" +
                            std::to_string(::getpid()) + ".lspci";
         std::size_t dumped = write_lspci_dump(fixture, dump);
         std::size_t snap_n = 0;
-        lib = median_ms(reps, [&] {
+        lib = measure(reps, [&] {
             auto src = open_source(fixture);
             auto t = read_topology(*src);
             attach_names(t);
             snap_n = t.devices.size();
         });
-        proc = median_ms(reps, [&] { run_quiet({cli, "topo", "--sysfs", fixture}); });
+        proc = measure(reps, [&] { run_quiet({cli, "topo", "--sysfs", fixture}); });
         std::string snap = log::concat("snapshot ", fixture.substr(fixture.find_last_of('/') + 1), " (", snap_n,
                                        " functions, ", dumped, " config dumps)");
         add(snap, "bardrive library: read + names", lib, proc);
         add(snap, "bardrive topo --sysfs (process)", proc, proc);
-        add(snap, "lspci -vvv -F (same config bytes)", median_ms(reps, [&] { run_quiet({"lspci", "-vvv", "-F", dump}); }), proc);
+        add(snap, "lspci -vvv -F (same config bytes)", measure(reps, [&] { run_quiet({"lspci", "-vvv", "-F", dump}); }), proc);
         std::remove(dump.c_str());
 
         // 3. The largest hwloc XML; lstopo reads the same file.
         if (!xml.empty()) {
             std::size_t xml_n = 0;
-            lib = median_ms(reps, [&] {
+            lib = measure(reps, [&] {
                 auto t = read_hwloc_xml(xml);
                 attach_names(t);
                 xml_n = t.devices.size();
             });
-            proc = median_ms(reps, [&] { run_quiet({cli, "topo", "--hwloc-xml", xml}); });
+            proc = measure(reps, [&] { run_quiet({cli, "topo", "--hwloc-xml", xml}); });
             std::string in = log::concat("hwloc XML ", xml.substr(xml.find_last_of('/') + 1), " (", xml_n, " functions)");
             add(in, "bardrive library: read + names", lib, proc);
             add(in, "bardrive topo --hwloc-xml (process)", proc, proc);
-            add(in, "lstopo --input FILE --of xml", median_ms(reps, [&] { run_quiet({"lstopo", "--input", xml, "--of", "xml", "-"}); }), proc);
+            add(in, "lstopo --input FILE --of xml", measure(reps, [&] { run_quiet({"lstopo", "--input", xml, "--of", "xml", "-"}); }), proc);
         }
 
-        std::printf("| input | tool | median ms | vs bardrive topo (process) |\n|---|---|---:|---:|\n");
+        std::printf("| input | tool | wall ms (median) | CPU ms (mean) | wall vs bardrive topo | CPU vs bardrive topo |\n"
+                    "|---|---|---:|---:|---:|---:|\n");
         for (const auto& r : rows)
-            std::printf("| %s | %s | %.2f | %.2fx |\n", r.input.c_str(), r.tool.c_str(), r.ms, r.ms / r.bardrive_ms);
-        std::printf("\nmedian of %d runs after one warm-up; ratio > 1: the tool takes longer than bardrive topo.\n", reps);
+            std::printf("| %s | %s | %.2f | %.2f | %.2fx | %.2fx |\n", r.input.c_str(), r.tool.c_str(), r.m.ms, r.m.cpu,
+                        r.m.ms / r.base.ms, r.m.cpu / r.base.cpu);
+        std::printf("\n%d runs after one warm-up; ratio > 1: the tool takes longer than bardrive topo (as a process).\n", reps);
     } catch (const Error& e) {
         std::fprintf(stderr, "topo-bench: error: %s\n", e.what());
         return 1;
