@@ -29,17 +29,7 @@ constexpr std::uint8_t kRssKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 
                                       0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
 std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
-
-// Polls `done` every 100 us until it holds or `timeout` passes; true when it held.
-template <class F>
-bool poll_until(F done, std::chrono::milliseconds timeout) {
-    auto end = Clock::now() + timeout;
-    while (!done()) {
-        if (Clock::now() >= end) return done();
-        std::this_thread::sleep_for(100us);
-    }
-    return true;
-}
+using e1000x::poll_until;
 
 }  // namespace
 
@@ -80,9 +70,9 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& 
     bar0_.require(0, igb::BAR0_MIN_SIZE);
     device.enable_bus_master();
 
-    reset();
-    bring_link_up(o);
-    read_mac();
+    e1000x::reset(bar0_, who, true);
+    e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
+    mac_ = e1000x::read_mac(bar0_, who);
 
     // Ring memory: every ring on its own 4 KiB boundary (128 bytes would do), then the head write-back words.
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
@@ -113,62 +103,6 @@ void Igb::check_identity() const {
         throw Error("open igb", dev_->bdf().str(), log::concat("device ", ids, " is not an Intel 82576"),
                     "nic::Igb drives 8086:10c9 (QEMU: -device igb); check the BDF with lspci -nn");
     }
-}
-
-// 4.5 (software initialization): mask interrupts, global reset, mask again, take ownership.
-void Igb::reset() {
-    bar0_.write32(igb::IMC, ~0u);
-    bar0_.write32(igb::EIMC, ~0u);
-    bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::RST);
-    std::this_thread::sleep_for(1ms);  // the datasheet asks for a pause before the next register access
-    if (!poll_until([&] { return !(bar0_.read32(igb::CTRL) & igb::ctrl::RST); }, 100ms)) {
-        throw Error("reset igb", dev_->bdf().str(), "CTRL.RST did not clear within 100 ms",
-                    "the device may be wedged: try 'bardrive bind' again or reset it through sysfs");
-    }
-    bar0_.write32(igb::IMC, ~0u);
-    bar0_.write32(igb::EIMC, ~0u);
-    (void)bar0_.read32(igb::ICR);
-    bar0_.write32(igb::CTRL_EXT, bar0_.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
-}
-
-void Igb::phy_write(std::uint32_t reg, std::uint16_t value) {
-    bar0_.write32(igb::MDIC, value | reg << igb::mdic::REG_SHIFT | igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT |
-                                 igb::mdic::OP_WRITE);
-    std::uint32_t m = 0;
-    if (!poll_until([&] { return ((m = bar0_.read32(igb::MDIC)) & igb::mdic::READY) != 0; }, 100ms) ||
-        (m & igb::mdic::ERROR)) {
-        throw Error("write PHY register", dev_->bdf().str(),
-                    log::concat("MDIC ", (m & igb::mdic::ERROR) ? "reported an error" : "never became ready",
-                                " writing PHY register ", reg),
-                    "the PHY is not answering; reset the device");
-    }
-}
-
-// 8.2.1 / 3.5 (link setup, copper): set link up, restart auto-negotiation in the PHY, wait for STATUS.LU.
-void Igb::bring_link_up(const IgbOptions& o) {
-    bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::SLU);
-    std::uint16_t bmcr = igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 |
-                         igb::phy::BMCR_FULL_DUPLEX;
-    if (o.loopback == Loopback::phy) bmcr |= igb::phy::BMCR_LOOPBACK;
-    phy_write(igb::phy::BMCR, bmcr);
-    auto timeout = std::chrono::milliseconds(std::max(o.link_timeout_ms, 0));
-    if (!poll_until([&] { return link_up(); }, timeout)) {
-        throw Error("bring link up", dev_->bdf().str(),
-                    log::concat("STATUS.LU still 0 after ", o.link_timeout_ms, " ms (STATUS=0x", std::hex,
-                                bar0_.read32(igb::STATUS), ")"),
-                    "check the cable or the peer; in QEMU the netdev must be connected and 'set_link' on");
-    }
-}
-
-void Igb::read_mac() {
-    std::uint32_t lo = bar0_.read32(igb::RAL(0)), hi = bar0_.read32(igb::RAH(0));
-    if (!(hi & igb::RAH_AV)) {
-        throw Error("read MAC address", dev_->bdf().str(), "RAH0.AV is 0: no address was loaded from the EEPROM",
-                    "the device's NVM is blank or unreadable");
-    }
-    for (int i = 0; i < 4; ++i) mac_.bytes[i] = static_cast<std::uint8_t>(lo >> (8 * i));
-    mac_.bytes[4] = static_cast<std::uint8_t>(hi);
-    mac_.bytes[5] = static_cast<std::uint8_t>(hi >> 8);
 }
 
 // 4.5.9 (receive initialization).
@@ -371,17 +305,9 @@ void Igb::release(const Packet& p) noexcept {
     if (p.pool) p.pool->free(p.buf);
 }
 
-bool Igb::link_up() const noexcept { return bar0_.read32(igb::STATUS) & igb::status::LU; }
+bool Igb::link_up() const noexcept { return e1000x::link_up(bar0_); }
 
-unsigned Igb::link_speed_mbps() const noexcept {
-    std::uint32_t s = bar0_.read32(igb::STATUS);
-    if (!(s & igb::status::LU)) return 0;
-    switch ((s & igb::status::SPEED_MASK) >> igb::status::SPEED_SHIFT) {
-        case 0: return 10;
-        case 1: return 100;
-        default: return 1000;
-    }
-}
+unsigned Igb::link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
 
 void Igb::set_promiscuous(bool on) noexcept {
     std::uint32_t rctl = bar0_.read32(igb::RCTL);
@@ -425,26 +351,8 @@ QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
 }
 
 const DeviceStats& Igb::device_stats() noexcept {
-    auto rd = [&](igb::Reg r) { return std::uint64_t{bar0_.read32(r)}; };
-    auto rd64 = [&](igb::Reg lo) {  // low first: reading the high half clears both
-        std::uint64_t l = rd(lo);
-        return l | rd(lo + 4) << 32;
-    };
-    DeviceStats& s = device_stats_;
-    s.rx_packets += rd(igb::GPRC);
-    s.tx_packets += rd(igb::GPTC);
-    s.rx_bytes += rd64(igb::GORCL);
-    s.tx_bytes += rd64(igb::GOTCL);
-    s.rx_total += rd(igb::TPR);
-    s.tx_total += rd(igb::TPT);
-    s.rx_broadcast += rd(igb::BPRC);
-    s.rx_multicast += rd(igb::MPRC);
-    s.rx_missed += rd(igb::MPC);
-    s.rx_no_buffers += rd(igb::RNBC);
-    s.rx_undersize += rd(igb::RUC);
-    s.rx_oversize += rd(igb::ROC);
-    s.crc_errors += rd(igb::CRCERRS);
-    return s;
+    e1000x::accumulate(bar0_, device_stats_);
+    return device_stats_;
 }
 
 std::span<igb::AdvRxDesc> Igb::rx_descriptors(std::uint16_t queue) const noexcept {

@@ -11,17 +11,12 @@
 #include "../dma/memory.hpp"
 #include "../vfio/device.hpp"
 #include "../vfio/mmio.hpp"
+#include "e1000_common.hpp"
 #include "mac_address.hpp"
 #include "packet.hpp"
 #include "ring.hpp"
 
 namespace bardrive::nic {
-
-enum class Loopback {
-    none,
-    mac,  // RCTL.LBM = 01: frames sent come back to this port's receive path, nothing leaves the port
-    phy,  // PHY BMCR loopback
-};
 
 struct IgbOptions {
     std::uint16_t rx_queues = 1;  // 1..8; more than one spreads IP flows by RSS (non-IP frames go to queue 0)
@@ -35,35 +30,6 @@ struct IgbOptions {
     // RX rings start empty and are never refilled from the pool: the caller posts its own buffers
     // (exact destinations, e.g. the loopback copy engine) with rx_post().
     bool rx_manual = false;
-};
-
-// Counters the driver keeps per queue (the data path never touches the device to count).
-struct QueueStats {
-    std::uint64_t packets = 0;
-    std::uint64_t bytes = 0;
-    std::uint64_t doorbells = 0;     // tail writes: one per batch that moved the tail
-    std::uint64_t bad_length = 0;    // rx: impossible length from the device; tx: frames refused
-    std::uint64_t chained = 0;       // rx: frames spread over several buffers (dropped)
-    std::uint64_t frame_errors = 0;  // rx: the device flagged the frame bad (dropped)
-    std::uint64_t no_buffers = 0;    // rx: refills that found the pool empty
-    std::uint64_t bad_head = 0;      // tx: head write-back out of range (ignored)
-};
-
-// The device's own counters (clear-on-read registers, accumulated here since init), 8.19.
-struct DeviceStats {
-    std::uint64_t rx_packets = 0;     // GPRC
-    std::uint64_t tx_packets = 0;     // GPTC
-    std::uint64_t rx_bytes = 0;       // GORC (includes the 4-byte CRC per frame)
-    std::uint64_t tx_bytes = 0;       // GOTC (includes CRC)
-    std::uint64_t rx_total = 0;       // TPR
-    std::uint64_t tx_total = 0;       // TPT
-    std::uint64_t rx_broadcast = 0;   // BPRC
-    std::uint64_t rx_multicast = 0;   // MPRC
-    std::uint64_t rx_missed = 0;      // MPC
-    std::uint64_t rx_no_buffers = 0;  // RNBC
-    std::uint64_t rx_undersize = 0;   // RUC
-    std::uint64_t rx_oversize = 0;    // ROC
-    std::uint64_t crc_errors = 0;     // CRCERRS
 };
 
 // Taking over: the constructor checks the device (vendor/device ID, BAR 0), enables bus mastering,
@@ -138,10 +104,6 @@ private:
 
     void check_identity() const;
     void init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool);
-    void reset();
-    void bring_link_up(const IgbOptions& o);
-    void phy_write(std::uint32_t reg, std::uint16_t value);
-    void read_mac();
     void setup_rx(const IgbOptions& o, dma::BufferPool& pool);
     void setup_tx(const IgbOptions& o);
     void setup_interrupts(const IgbOptions& o);

@@ -1,0 +1,104 @@
+#include "nic/e1000_common.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "nic/igb_regs.hpp"
+
+namespace bardrive::nic::e1000x {
+
+using namespace std::chrono_literals;
+namespace r = igb;  // the registers below sit at the same offsets on the 82574
+
+// 82576 4.5 / 82574 4.6 (software initialization): mask interrupts, global reset, mask again, take ownership.
+void reset(const vfio::Mmio& regs, const std::string& who, bool extended) {
+    regs.write32(r::IMC, ~0u);
+    if (extended) regs.write32(r::EIMC, ~0u);
+    regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::RST);
+    std::this_thread::sleep_for(1ms);  // the datasheets ask for a pause before the next register access
+    if (!poll_until([&] { return !(regs.read32(r::CTRL) & r::ctrl::RST); }, 100ms)) {
+        throw Error("reset NIC", who, "CTRL.RST did not clear within 100 ms",
+                    "the device may be wedged: bind it again or reset it through sysfs");
+    }
+    regs.write32(r::IMC, ~0u);
+    if (extended) regs.write32(r::EIMC, ~0u);
+    (void)regs.read32(r::ICR);
+    regs.write32(r::CTRL_EXT, regs.read32(r::CTRL_EXT) | r::ctrl_ext::DRV_LOAD);
+}
+
+void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg, std::uint16_t value) {
+    regs.write32(r::MDIC, value | reg << r::mdic::REG_SHIFT | r::mdic::INTERNAL_PHY << r::mdic::PHY_SHIFT |
+                              r::mdic::OP_WRITE);
+    std::uint32_t m = 0;
+    if (!poll_until([&] { return ((m = regs.read32(r::MDIC)) & r::mdic::READY) != 0; }, 100ms) ||
+        (m & r::mdic::ERROR)) {
+        throw Error("write PHY register", who,
+                    log::concat("MDIC ", (m & r::mdic::ERROR) ? "reported an error" : "never became ready",
+                                " writing PHY register ", reg),
+                    "the PHY is not answering; reset the device");
+    }
+}
+
+// Copper link set-up: set link up, restart auto-negotiation in the PHY, wait for STATUS.LU.
+void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loopback, int timeout_ms) {
+    regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::SLU);
+    std::uint16_t bmcr = r::phy::BMCR_AUTONEG | r::phy::BMCR_ANRESTART | r::phy::BMCR_SPEED1000 |
+                         r::phy::BMCR_FULL_DUPLEX;
+    if (loopback == Loopback::phy) bmcr |= r::phy::BMCR_LOOPBACK;
+    phy_write(regs, who, r::phy::BMCR, bmcr);
+    if (!poll_until([&] { return link_up(regs); }, std::chrono::milliseconds(std::max(timeout_ms, 0)))) {
+        throw Error("bring link up", who,
+                    log::concat("STATUS.LU still 0 after ", timeout_ms, " ms (STATUS=0x", std::hex,
+                                regs.read32(r::STATUS), ")"),
+                    "check the cable or the peer; in QEMU the netdev must be connected and 'set_link' on");
+    }
+}
+
+MacAddress read_mac(const vfio::Mmio& regs, const std::string& who) {
+    std::uint32_t lo = regs.read32(r::RAL(0)), hi = regs.read32(r::RAH(0));
+    if (!(hi & r::RAH_AV)) {
+        throw Error("read MAC address", who, "RAH0.AV is 0: no address was loaded from the EEPROM",
+                    "the device's NVM is blank or unreadable");
+    }
+    MacAddress mac;
+    for (int i = 0; i < 4; ++i) mac.bytes[i] = static_cast<std::uint8_t>(lo >> (8 * i));
+    mac.bytes[4] = static_cast<std::uint8_t>(hi);
+    mac.bytes[5] = static_cast<std::uint8_t>(hi >> 8);
+    return mac;
+}
+
+bool link_up(const vfio::Mmio& regs) noexcept { return regs.read32(r::STATUS) & r::status::LU; }
+
+unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept {
+    std::uint32_t s = regs.read32(r::STATUS);
+    if (!(s & r::status::LU)) return 0;
+    switch ((s & r::status::SPEED_MASK) >> r::status::SPEED_SHIFT) {
+        case 0: return 10;
+        case 1: return 100;
+        default: return 1000;
+    }
+}
+
+void accumulate(const vfio::Mmio& regs, DeviceStats& s) noexcept {
+    auto rd = [&](r::Reg reg) { return std::uint64_t{regs.read32(reg)}; };
+    auto rd64 = [&](r::Reg lo) {  // low first: reading the high half clears both
+        std::uint64_t l = rd(lo);
+        return l | rd(lo + 4) << 32;
+    };
+    s.rx_packets += rd(r::GPRC);
+    s.tx_packets += rd(r::GPTC);
+    s.rx_bytes += rd64(r::GORCL);
+    s.tx_bytes += rd64(r::GOTCL);
+    s.rx_total += rd(r::TPR);
+    s.tx_total += rd(r::TPT);
+    s.rx_broadcast += rd(r::BPRC);
+    s.rx_multicast += rd(r::MPRC);
+    s.rx_missed += rd(r::MPC);
+    s.rx_no_buffers += rd(r::RNBC);
+    s.rx_undersize += rd(r::RUC);
+    s.rx_oversize += rd(r::ROC);
+    s.crc_errors += rd(r::CRCERRS);
+}
+
+}  // namespace bardrive::nic::e1000x

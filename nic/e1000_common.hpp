@@ -1,0 +1,80 @@
+// What the Intel e1000 family's drivers share (the 82576 igb and the 82574 e1000e keep these registers
+// at the same offsets, Intel datasheets chapter 8): counters, loopback modes, and the set-up steps
+// reset, PHY auto-negotiation, link wait, MAC address, statistics.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "../vfio/mmio.hpp"
+#include "mac_address.hpp"
+
+namespace bardrive::nic {
+
+enum class Loopback {
+    none,
+    mac,  // RCTL.LBM = 01: frames sent come back to this port's receive path, nothing leaves the port
+    phy,  // PHY BMCR loopback
+};
+
+// Counters the driver keeps per queue (the data path never touches the device to count).
+struct QueueStats {
+    std::uint64_t packets = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t doorbells = 0;     // tail writes: one per batch that moved the tail
+    std::uint64_t bad_length = 0;    // rx: impossible length from the device; tx: frames refused
+    std::uint64_t chained = 0;       // rx: frames spread over several buffers (dropped)
+    std::uint64_t frame_errors = 0;  // rx: the device flagged the frame bad (dropped)
+    std::uint64_t no_buffers = 0;    // rx: refills that found the pool empty
+    std::uint64_t bad_head = 0;      // tx: head write-back out of range (ignored)
+};
+
+// The device's own counters (clear-on-read registers, accumulated here since init), 8.19.
+struct DeviceStats {
+    std::uint64_t rx_packets = 0;     // GPRC
+    std::uint64_t tx_packets = 0;     // GPTC
+    std::uint64_t rx_bytes = 0;       // GORC (includes the 4-byte CRC per frame)
+    std::uint64_t tx_bytes = 0;       // GOTC (includes CRC)
+    std::uint64_t rx_total = 0;       // TPR
+    std::uint64_t tx_total = 0;       // TPT
+    std::uint64_t rx_broadcast = 0;   // BPRC
+    std::uint64_t rx_multicast = 0;   // MPRC
+    std::uint64_t rx_missed = 0;      // MPC
+    std::uint64_t rx_no_buffers = 0;  // RNBC
+    std::uint64_t rx_undersize = 0;   // RUC
+    std::uint64_t rx_oversize = 0;    // ROC
+    std::uint64_t crc_errors = 0;     // CRCERRS
+};
+
+namespace e1000x {
+
+// Polls `done` every 100 us until it holds or `timeout` passes; true when it held.
+template <class F>
+bool poll_until(F done, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= end) return done();
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+}
+
+// Global reset (CTRL.RST) with every interrupt masked before and after; `extended` also masks EIMC
+// (82576). Throws bardrive::Error naming `who` when the reset does not complete.
+void reset(const vfio::Mmio& regs, const std::string& who, bool extended);
+// Writes a register of the internal PHY through MDIC; throws when MDIC reports an error or times out.
+void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg, std::uint16_t value);
+// Sets link up, restarts auto-negotiation (PHY loopback if asked), waits for STATUS.LU up to timeout_ms;
+// throws saying so when the link stays down.
+void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loopback, int timeout_ms);
+// The address the device loaded into RAL0/RAH0; throws when RAH0.AV is clear.
+MacAddress read_mac(const vfio::Mmio& regs, const std::string& who);
+bool link_up(const vfio::Mmio& regs) noexcept;
+unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept;
+// Reads the clear-on-read counters and adds them to `totals`.
+void accumulate(const vfio::Mmio& regs, DeviceStats& totals) noexcept;
+
+}  // namespace e1000x
+}  // namespace bardrive::nic

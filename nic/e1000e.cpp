@@ -1,0 +1,183 @@
+#include "nic/e1000e.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "nic/e1000e_regs.hpp"
+#include "nic/igb_regs.hpp"
+
+namespace bardrive::nic {
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::size_t kPage = 4096;
+constexpr std::uint32_t kBatch = 64;
+constexpr std::uint32_t kMaxFrame = 1514;
+constexpr std::uint32_t kBufSize = 2048;  // RCTL.BSIZE 00: 2048-byte receive buffers
+
+std::size_t rx_bytes(const E1000eOptions& o) { return (o.rx_ring * sizeof(e1000e::RxDesc) + kPage - 1) / kPage * kPage; }
+
+// Checks the ring sizes before anything is allocated for them; the bytes both rings need.
+std::size_t ring_bytes(const E1000eOptions& o) {
+    check_ring_size(o.rx_ring, "rx ring");
+    check_ring_size(o.tx_ring, "tx ring");
+    return rx_bytes(o) + o.tx_ring * sizeof(e1000e::TxDesc);
+}
+
+dma::Memory ring_memory(const vfio::Device& device, const E1000eOptions& o) {
+    dma::MemoryOptions mem;
+    mem.allow_small_pages = true;
+    dma::Memory m = dma::Memory::allocate_near(device, ring_bytes(o), mem);
+    std::fill_n(m.data(), m.size(), std::byte{0});
+    return m;
+}
+
+}  // namespace
+
+E1000e::E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const E1000eOptions& o)
+    : dev_(&device),
+      pool_(&rx_pool),
+      ring_memory_(ring_memory(device, o)),
+      ring_mapping_(dma::Mapping::map(device.domain(), iovas, ring_memory_)),
+      rx_(reinterpret_cast<e1000e::RxDesc*>(ring_memory_.data()), o.rx_ring, kBufSize),
+      tx_(reinterpret_cast<e1000e::TxDesc*>(ring_memory_.data() + rx_bytes(o)), o.tx_ring, nullptr, kMaxFrame,
+          TxFormat::e1000e_extended) {
+    const std::string who = device.bdf().str();
+    if (rx_pool.buffer_size() < kBufSize || rx_pool.available() < o.rx_ring - 1) {
+        throw Error("configure e1000e", who,
+                    log::concat("the pool has ", rx_pool.available(), " free buffers of ", rx_pool.buffer_size(),
+                                " bytes; the RX ring needs ", o.rx_ring - 1, " of at least ", kBufSize),
+                    "make the pool larger or the ring smaller");
+    }
+    std::uint16_t vendor = device.config_read16(0x00), id = device.config_read16(0x02);
+    if (vendor != igb::VENDOR_INTEL || id != e1000e::DEVICE_82574L) {
+        char ids[16];
+        std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
+        throw Error("open e1000e", who, log::concat("device ", ids, " is not an Intel 82574L"),
+                    "nic::E1000e drives 8086:10d3 (QEMU: -device e1000e); check the BDF with lspci -nn");
+    }
+    try {
+        init(o, iovas);
+    } catch (...) {
+        stop();
+        throw;
+    }
+}
+
+E1000e::~E1000e() { stop(); }
+
+void E1000e::init(const E1000eOptions& o, dma::IovaAllocator&) {
+    const std::string who = dev_->bdf().str();
+    bar0_ = dev_->map_bar(0);
+    bar0_.require(0, igb::BAR0_MIN_SIZE);
+    dev_->enable_bus_master();
+    e1000x::reset(bar0_, who, false);
+    e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
+    mac_ = e1000x::read_mac(bar0_, who);
+
+    // Receive (82574 4.6.5): extended descriptors, 2 KiB buffers, CRC stripped.
+    bar0_.write32(igb::RCTL, 0);
+    for (unsigned i = 0; i < igb::MTA_REGS; ++i) bar0_.write32(igb::MTA(i), 0);
+    std::uint64_t rx_iova = ring_mapping_.iova();
+    bar0_.write32(e1000e::RDBAL, static_cast<std::uint32_t>(rx_iova));
+    bar0_.write32(e1000e::RDBAH, static_cast<std::uint32_t>(rx_iova >> 32));
+    bar0_.write32(e1000e::RDLEN, o.rx_ring * sizeof(e1000e::RxDesc));
+    bar0_.write32(e1000e::RDH, 0);
+    bar0_.write32(e1000e::RDT, 0);
+    bar0_.write32(e1000e::RFCTL, bar0_.read32(e1000e::RFCTL) | e1000e::RFCTL_EXTEN);
+    refill();
+    if (rx_.posted() != o.rx_ring - 1) throw Error("fill rx ring", who, "the buffer pool ran dry while filling the ring");
+    std::uint32_t rctl = igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC;
+    if (o.promiscuous) rctl |= igb::rctl::UPE | igb::rctl::MPE;
+    if (o.loopback == Loopback::mac) rctl |= igb::rctl::LBM_MAC;
+    bar0_.write32(igb::RCTL, rctl);
+    vfio::wmb();
+    bar0_.write32(e1000e::RDT, rx_.tail());
+    rx_tail_ = rx_.tail();
+
+    // Transmit (82574 4.6.6).
+    std::uint64_t tx_iova = rx_iova + rx_bytes(o);
+    bar0_.write32(e1000e::TDBAL, static_cast<std::uint32_t>(tx_iova));
+    bar0_.write32(e1000e::TDBAH, static_cast<std::uint32_t>(tx_iova >> 32));
+    bar0_.write32(e1000e::TDLEN, o.tx_ring * sizeof(e1000e::TxDesc));
+    bar0_.write32(e1000e::TDH, 0);
+    bar0_.write32(e1000e::TDT, 0);
+    bar0_.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
+    log::info("e1000e ", who, ": up, MAC ", mac_.str());
+}
+
+void E1000e::refill() noexcept {
+    Packet bufs[kBatch];
+    while (rx_.free_slots() != 0) {
+        std::uint32_t want = std::min(rx_.free_slots(), kBatch), k = 0;
+        dma::BufferPool::Buffer b;
+        while (k < want && pool_->alloc(b)) bufs[k++] = Packet{reinterpret_cast<std::uint8_t*>(b.data), b.iova, 0, b.index, pool_};
+        rx_.post(std::span(bufs, k));
+        if (k < want) break;
+    }
+}
+
+std::uint16_t E1000e::rx_burst(std::span<Packet> out) noexcept {
+    std::uint32_t n = rx_.poll(out);
+    if (rx_.free_slots() >= std::min<std::uint32_t>(kBatch, rx_.size() / 4) || n == 0) refill();
+    if (rx_.tail() != rx_tail_) {
+        vfio::wmb();
+        bar0_.write32(e1000e::RDT, rx_.tail());
+        rx_tail_ = rx_.tail();
+    }
+    return static_cast<std::uint16_t>(n);
+}
+
+std::uint32_t E1000e::tx_reclaim() noexcept {
+    Packet done[kBatch];
+    std::uint32_t total = 0, n;
+    do {
+        n = tx_.reclaim(done);
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if (done[i].pool) done[i].pool->free(done[i].buf);
+        }
+        total += n;
+    } while (n == kBatch);
+    return total;
+}
+
+std::uint16_t E1000e::tx_burst(std::span<const Packet> pkts) noexcept {
+    if (tx_.free_slots() < pkts.size()) tx_reclaim();
+    std::uint32_t n = tx_.push(pkts);
+    if (tx_.tail() != tx_tail_) {
+        vfio::wmb();
+        bar0_.write32(e1000e::TDT, tx_.tail());
+        tx_tail_ = tx_.tail();
+    }
+    return static_cast<std::uint16_t>(n);
+}
+
+const DeviceStats& E1000e::device_stats() noexcept {
+    e1000x::accumulate(bar0_, device_stats_);
+    return device_stats_;
+}
+
+void E1000e::stop() noexcept {
+    if (bar0_) {
+        bar0_.write32(igb::RCTL, 0);
+        bar0_.write32(igb::TCTL, 0);
+        bar0_.write32(igb::IMC, ~0u);
+        bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::RST);
+        std::this_thread::sleep_for(1ms);
+        e1000x::poll_until([&] { return !(bar0_.read32(igb::CTRL) & igb::ctrl::RST); }, 100ms);
+    }
+    Packet bufs[kBatch];
+    for (std::uint32_t n; (n = rx_.drain(bufs)) != 0;) {
+        for (std::uint32_t i = 0; i < n; ++i) pool_->free(bufs[i].buf);
+    }
+    for (std::uint32_t n; (n = tx_.drain(bufs)) != 0;) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if (bufs[i].pool) bufs[i].pool->free(bufs[i].buf);
+        }
+    }
+}
+
+}  // namespace bardrive::nic

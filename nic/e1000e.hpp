@@ -1,0 +1,66 @@
+// nic::E1000e: a userspace driver for the Intel 82574L (QEMU's e1000e model): one RX and one TX queue,
+// extended descriptors, polling. Ring logic, link, MAC and statistics are shared with nic::Igb.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "../dma/buffer_pool.hpp"
+#include "../dma/iova_allocator.hpp"
+#include "../dma/mapping.hpp"
+#include "../dma/memory.hpp"
+#include "../vfio/device.hpp"
+#include "../vfio/mmio.hpp"
+#include "e1000_common.hpp"
+#include "packet.hpp"
+#include "ring.hpp"
+
+namespace bardrive::nic {
+
+struct E1000eOptions {
+    std::uint32_t rx_ring = 256;  // descriptors: a power of two from 8 to 32768
+    std::uint32_t tx_ring = 256;
+    bool promiscuous = false;
+    Loopback loopback = Loopback::none;
+    int link_timeout_ms = 5000;
+};
+
+// Same contract as nic::Igb (see igb.hpp): the constructor takes the device over and throws
+// bardrive::Error naming the step that failed; rx_burst/tx_burst never throw or allocate, ring one
+// doorbell per call, recycle buffers through their pools. TX completions come from each descriptor's
+// DD bit (the 82574 has no head write-back). Destruction resets the device before the rings go.
+class E1000e {
+public:
+    E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const E1000eOptions& options = {});
+    ~E1000e();
+    E1000e(const E1000e&) = delete;
+    E1000e& operator=(const E1000e&) = delete;
+
+    std::uint16_t rx_burst(std::span<Packet> out) noexcept;
+    std::uint16_t tx_burst(std::span<const Packet> pkts) noexcept;
+    std::uint32_t tx_reclaim() noexcept;
+
+    MacAddress mac() const noexcept { return mac_; }
+    bool link_up() const noexcept { return e1000x::link_up(bar0_); }
+    const RxRingCounters& rx_counters() const noexcept { return rx_.counters(); }
+    const TxRingCounters& tx_counters() const noexcept { return tx_.counters(); }
+    const DeviceStats& device_stats() noexcept;
+
+private:
+    void init(const E1000eOptions& o, dma::IovaAllocator& iovas);
+    void refill() noexcept;
+    void stop() noexcept;
+
+    vfio::Device* dev_;
+    dma::BufferPool* pool_;
+    vfio::Mmio bar0_;
+    dma::Memory ring_memory_;
+    dma::Mapping ring_mapping_;
+    RxRing rx_;
+    TxRing tx_;
+    std::uint32_t rx_tail_ = 0, tx_tail_ = 0;
+    MacAddress mac_;
+    DeviceStats device_stats_;
+};
+
+}  // namespace bardrive::nic
