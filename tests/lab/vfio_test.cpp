@@ -170,6 +170,26 @@ TEST_CASE("INTx fires, is masked by the kernel, and unmasks", "[lab]") {
     nic.unmask_irq(0);
 }
 
+TEST_CASE("an MSI raised through ICS fires its eventfd", "[lab]") {
+    auto lab = lab_or_skip();
+    vfio::Domain domain;
+    vfio::Device nic = vfio::Device::open(domain, lab.nics[1]);
+    nic.enable_bus_master();
+    vfio::Mmio r = nic.map_bar(0);
+    reset_mac(r);
+    vfio::IrqInfo info = nic.irq_info(vfio::IrqType::msi);
+    REQUIRE(info.count >= 1);
+    nic.enable_irqs(vfio::IrqType::msi, 1);
+    nic.wait_irq(0, 0);
+    r.write32(igb::GPIE, 0);  // not MSI-X mode: an ICR cause sends the one MSI
+    r.write32(igb::IMS, icr_lsc);
+    (void)r.read32(igb::ICR);
+    r.write32(igb::ICS, icr_lsc);
+    CHECK(nic.wait_irq(0, 2000) >= 1);
+    (void)r.read32(igb::ICR);
+    CHECK_THROWS_WITH(nic.mask_irq(0), ContainsSubstring("masks only INTx"));
+}
+
 TEST_CASE("reset restores the device's defaults", "[lab]") {
     auto lab = lab_or_skip();
     vfio::Domain domain;
