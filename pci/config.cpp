@@ -8,9 +8,9 @@ namespace bardrive::pci {
 
 namespace {
 
-constexpr std::size_t std_header = 0x40;    // PCI 3.0, 6.1: the predefined header
-constexpr std::size_t std_space = 0x100;    // end of the capability area
-constexpr std::size_t ext_space = 0x1000;   // PCIe extended config space
+constexpr std::size_t std_header = 0x40;   // PCI 3.0, 6.1: the predefined header
+constexpr std::size_t std_space = 0x100;   // end of the capability area
+constexpr std::size_t ext_space = 0x1000;  // PCIe extended config space
 
 class Reader {
 public:
@@ -105,12 +105,19 @@ void decode_pcie(const Reader& r, std::size_t off, ConfigInfo& info) {
     if (!caps) return;
     auto type = static_cast<std::uint8_t>((*caps >> 4) & 0xf);
     switch (type) {
-        case 0x0: case 0x1: case 0x4: case 0x5: case 0x6: case 0x7: case 0x8: case 0x9: case 0xa:
+        case 0x0:
+        case 0x1:
+        case 0x4:
+        case 0x5:
+        case 0x6:
+        case 0x7:
+        case 0x8:
+        case 0x9:
+        case 0xa:
             info.port_type = static_cast<PortType>(type);
             break;
         default:
-            info.warnings.push_back(log::concat("PCI Express capability has reserved device/port type ",
-                                                hex(type)));
+            info.warnings.push_back(log::concat("PCI Express capability has reserved device/port type ", hex(type)));
             return;
     }
     // Root-complex integrated endpoints and event collectors have no link (7.5.3.6).
@@ -163,28 +170,44 @@ void decode_rebar(const Reader& r, std::size_t off, ConfigInfo& info) {
 
 const char* port_type_name(PortType t) {
     switch (t) {
-        case PortType::endpoint: return "endpoint";
-        case PortType::legacy_endpoint: return "legacy endpoint";
-        case PortType::root_port: return "root port";
-        case PortType::switch_upstream: return "switch upstream port";
-        case PortType::switch_downstream: return "switch downstream port";
-        case PortType::pcie_to_pci_bridge: return "PCIe-to-PCI bridge";
-        case PortType::pci_to_pcie_bridge: return "PCI-to-PCIe bridge";
-        case PortType::rc_integrated_endpoint: return "root complex integrated endpoint";
-        case PortType::rc_event_collector: return "root complex event collector";
+        case PortType::endpoint:
+            return "endpoint";
+        case PortType::legacy_endpoint:
+            return "legacy endpoint";
+        case PortType::root_port:
+            return "root port";
+        case PortType::switch_upstream:
+            return "switch upstream port";
+        case PortType::switch_downstream:
+            return "switch downstream port";
+        case PortType::pcie_to_pci_bridge:
+            return "PCIe-to-PCI bridge";
+        case PortType::pci_to_pcie_bridge:
+            return "PCI-to-PCIe bridge";
+        case PortType::rc_integrated_endpoint:
+            return "root complex integrated endpoint";
+        case PortType::rc_event_collector:
+            return "root complex event collector";
     }
     return "unknown";
 }
 
 double link_speed_gts(unsigned encoding) {
     switch (encoding) {
-        case 1: return 2.5;
-        case 2: return 5.0;
-        case 3: return 8.0;
-        case 4: return 16.0;
-        case 5: return 32.0;
-        case 6: return 64.0;
-        default: return 0.0;
+        case 1:
+            return 2.5;
+        case 2:
+            return 5.0;
+        case 3:
+            return 8.0;
+        case 4:
+            return 16.0;
+        case 5:
+            return 32.0;
+        case 6:
+            return 64.0;
+        default:
+            return 0.0;
     }
 }
 
@@ -210,7 +233,8 @@ ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
     ConfigInfo info;
     info.size = bytes.size();
     if (bytes.size() < std_header) {
-        info.warnings.push_back(log::concat("config space truncated: ", bytes.size(), " bytes, the header alone is 64"));
+        info.warnings.push_back(
+            log::concat("config space truncated: ", bytes.size(), " bytes, the header alone is 64"));
     }
     if (auto v = r.u16(0x00)) info.vendor_id = *v;
     if (auto v = r.u16(0x02)) info.device_id = *v;
@@ -231,10 +255,18 @@ ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
     if (bytes.size() > std_space) walk_extended(r, info);
     for (const auto& c : info.ext_caps) {
         switch (c.id) {
-            case cap_id::ext_aer: info.aer = true; break;
-            case cap_id::ext_ats: info.ats = true; break;
-            case cap_id::ext_pri: info.pri = true; break;
-            case cap_id::ext_pasid: info.pasid = true; break;
+            case cap_id::ext_aer:
+                info.aer = true;
+                break;
+            case cap_id::ext_ats:
+                info.ats = true;
+                break;
+            case cap_id::ext_pri:
+                info.pri = true;
+                break;
+            case cap_id::ext_pasid:
+                info.pasid = true;
+                break;
             case cap_id::ext_acs: {  // 7.7.8: capability at +4, control at +6
                 auto cap = r.u16(c.offset + 4u);
                 auto ctl = r.u16(c.offset + 6u);
@@ -248,8 +280,11 @@ ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
                 if (total && num && vfdev) info.sriov = SriovInfo{*total, *num, *vfdev};
                 break;
             }
-            case cap_id::ext_rebar: decode_rebar(r, c.offset, info); break;
-            default: break;
+            case cap_id::ext_rebar:
+                decode_rebar(r, c.offset, info);
+                break;
+            default:
+                break;
         }
     }
     return info;

@@ -30,9 +30,9 @@ const char* port_type_name(PortType t);
 double link_speed_gts(unsigned encoding);
 
 struct LinkInfo {
-    double max_gts = 0;   // Link Capabilities, Max Link Speed
+    double max_gts = 0;  // Link Capabilities, Max Link Speed
     unsigned max_width = 0;
-    double cur_gts = 0;   // Link Status, Current Link Speed (0 when the link is down)
+    double cur_gts = 0;  // Link Status, Current Link Speed (0 when the link is down)
     unsigned cur_width = 0;
     bool downgraded() const { return cur_width != 0 && (cur_gts < max_gts || cur_width < max_width); }
 };

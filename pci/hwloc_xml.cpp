@@ -38,12 +38,18 @@ void locality(hwloc_topology_t t, hwloc_obj_t obj, int& numa, std::string& cpus)
 
 const char* osdev_prefix(hwloc_obj_osdev_type_t type) {
     switch (type) {
-        case HWLOC_OBJ_OSDEV_BLOCK: return "block:";
-        case HWLOC_OBJ_OSDEV_GPU: return "gpu:";
-        case HWLOC_OBJ_OSDEV_NETWORK: return "net:";
-        case HWLOC_OBJ_OSDEV_OPENFABRICS: return "rdma:";
-        case HWLOC_OBJ_OSDEV_DMA: return "dma:";
-        case HWLOC_OBJ_OSDEV_COPROC: return "coproc:";
+        case HWLOC_OBJ_OSDEV_BLOCK:
+            return "block:";
+        case HWLOC_OBJ_OSDEV_GPU:
+            return "gpu:";
+        case HWLOC_OBJ_OSDEV_NETWORK:
+            return "net:";
+        case HWLOC_OBJ_OSDEV_OPENFABRICS:
+            return "rdma:";
+        case HWLOC_OBJ_OSDEV_DMA:
+            return "dma:";
+        case HWLOC_OBJ_OSDEV_COPROC:
+            return "coproc:";
     }
     return "os:";
 }
@@ -57,8 +63,9 @@ Topology read_hwloc_xml(const std::string& file) {
     if (hwloc_topology_set_xml(h.t, file.c_str()) < 0)
         throw Error::from_errno("open hwloc XML", file, errno, "give a file written by 'lstopo --of xml FILE'");
     if (hwloc_topology_load(h.t) < 0)
-        throw Error::from_errno("load hwloc XML", file, errno,
-                                "hwloc could not parse it (HWLOC_XML_VERBOSE=1 says why); is it 'lstopo --of xml' output?");
+        throw Error::from_errno(
+            "load hwloc XML", file, errno,
+            "hwloc could not parse it (HWLOC_XML_VERBOSE=1 says why); is it 'lstopo --of xml' output?");
 
     Topology topo;
     topo.source = "hwloc XML " + file;
@@ -128,7 +135,8 @@ Topology read_hwloc_xml(const std::string& file) {
         if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) add(o, o->attr->bridge.upstream.pci, true);
     if (topo.devices.empty())
         topo.warnings.push_back(file + ": no PCI devices (was it exported with I/O objects, 'lstopo --of xml'?)");
-    topo.warnings.push_back("hwloc XML carries no config space, BARs or IOMMU groups: link, ACS, BARs and groups are unknown");
+    topo.warnings.push_back(
+        "hwloc XML carries no config space, BARs or IOMMU groups: link, ACS, BARs and groups are unknown");
     assemble(topo, std::move(parents));
     return topo;
 }

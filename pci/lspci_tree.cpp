@@ -57,26 +57,30 @@ Topology read_lspci_tree(const std::string& text, const std::string& name) {
             if (c == '[') {  // a root bus: [DDDD:BB]
                 auto close = line.find(']', i);
                 auto colon = line.find(':', i);
-                if (close == std::string::npos || colon == std::string::npos || colon > close || !hex_at(line, i + 1, colon - i - 1) ||
-                    !hex_at(line, colon + 1, 2)) {
-                    t.warnings.push_back(log::concat(name, " line ", lineno, ": cannot read root bus at column ", i + 1));
+                if (close == std::string::npos || colon == std::string::npos || colon > close ||
+                    !hex_at(line, i + 1, colon - i - 1) || !hex_at(line, colon + 1, 2)) {
+                    t.warnings.push_back(
+                        log::concat(name, " line ", lineno, ": cannot read root bus at column ", i + 1));
                     break;
                 }
                 Context ctx;
                 ctx.domain = hex(line, i + 1, colon - i - 1);
                 ctx.bus = static_cast<std::uint8_t>(hex(line, colon + 1, 2));
-                std::string hb = log::concat("pci", std::hex, std::setfill('0'), std::setw(4), ctx.domain, ':', std::setw(2),
-                                             static_cast<unsigned>(ctx.bus));
+                std::string hb = log::concat("pci", std::hex, std::setfill('0'), std::setw(4), ctx.domain, ':',
+                                             std::setw(2), static_cast<unsigned>(ctx.bus));
                 ctx.host_bridge = t.host_bridges.size();
                 t.host_bridges.push_back(HostBridge{hb, ctx.domain, ctx.bus, -1, std::nullopt, {}});
                 next = ctx;
                 i = close + 1;
                 continue;
             }
-            if (hex_at(line, i, 2) && i + 4 <= line.size() && line[i + 2] == '.' && line[i + 3] >= '0' && line[i + 3] <= '7') {
+            if (hex_at(line, i, 2) && i + 4 <= line.size() && line[i + 2] == '.' && line[i + 3] >= '0' &&
+                line[i + 3] <= '7') {
                 Context ctx;
-                if (next) ctx = *next;
-                else if (auto it = at.find(i); it != at.end()) ctx = it->second;
+                if (next)
+                    ctx = *next;
+                else if (auto it = at.find(i); it != at.end())
+                    ctx = it->second;
                 else {
                     t.warnings.push_back(log::concat(name, " line ", lineno, ": function at column ", i + 1,
                                                      " has no bus above it; ignored"));
@@ -116,8 +120,10 @@ Topology read_lspci_tree(const std::string& text, const std::string& name) {
             break;
         }
     }
-    if (t.devices.empty()) throw Error("read lspci -tv output", name, "no PCI functions found", "give the output of 'lspci -tv'");
-    t.warnings.push_back("lspci -tv carries names only: classes, IDs, BARs, links, IOMMU groups and NUMA nodes are unknown");
+    if (t.devices.empty())
+        throw Error("read lspci -tv output", name, "no PCI functions found", "give the output of 'lspci -tv'");
+    t.warnings.push_back(
+        "lspci -tv carries names only: classes, IDs, BARs, links, IOMMU groups and NUMA nodes are unknown");
     assemble(t, std::move(parents));
     return t;
 }

@@ -56,32 +56,46 @@ bool vfio_compatible_driver(const std::string& drv) {
 
 const char* class_name(PathClass c) {
     switch (c) {
-        case PathClass::X: return "X";
-        case PathClass::PIX: return "PIX";
-        case PathClass::PXB: return "PXB";
-        case PathClass::PHB: return "PHB";
-        case PathClass::NODE: return "NODE";
-        case PathClass::SYS: return "SYS";
+        case PathClass::X:
+            return "X";
+        case PathClass::PIX:
+            return "PIX";
+        case PathClass::PXB:
+            return "PXB";
+        case PathClass::PHB:
+            return "PHB";
+        case PathClass::NODE:
+            return "NODE";
+        case PathClass::SYS:
+            return "SYS";
     }
     return "?";
 }
 
 const char* verdict_name(Verdict v) {
     switch (v) {
-        case Verdict::supported: return "supported";
-        case Verdict::platform_dependent: return "platform-dependent";
-        case Verdict::unsupported: return "unsupported";
+        case Verdict::supported:
+            return "supported";
+        case Verdict::platform_dependent:
+            return "platform-dependent";
+        case Verdict::unsupported:
+            return "unsupported";
     }
     return "?";
 }
 
 const char* effect_name(Reason::Effect e) {
     switch (e) {
-        case Reason::Effect::ok: return "ok";
-        case Reason::Effect::note: return "note";
-        case Reason::Effect::action: return "action";
-        case Reason::Effect::platform: return "platform";
-        case Reason::Effect::block: return "block";
+        case Reason::Effect::ok:
+            return "ok";
+        case Reason::Effect::note:
+            return "note";
+        case Reason::Effect::action:
+            return "action";
+        case Reason::Effect::platform:
+            return "platform";
+        case Reason::Effect::block:
+            return "block";
     }
     return "?";
 }
@@ -99,10 +113,14 @@ Path find_path(const Topology& t, std::size_t a, std::size_t b) {
     if (a == b) return p;
     auto ua = ancestors(t, a), ub = ancestors(t, b);
     // a may itself be b's bridge (or the other way round): then the path ends there.
-    auto in = [](const std::vector<std::size_t>& v, std::size_t x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+    auto in = [](const std::vector<std::size_t>& v, std::size_t x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+    };
     std::optional<std::size_t> common;
-    if (in(ub, a)) common = a;
-    else if (in(ua, b)) common = b;
+    if (in(ub, a))
+        common = a;
+    else if (in(ua, b))
+        common = b;
     else
         for (auto x : ua)
             if (in(ub, x)) {
@@ -132,8 +150,10 @@ Path find_path(const Topology& t, std::size_t a, std::size_t b) {
         return p;
     }
     int na = t.host_bridges[p.host_a].numa_node, nb = t.host_bridges[p.host_b].numa_node;
-    if (na >= 0 && nb >= 0) p.cls = na == nb ? PathClass::NODE : PathClass::SYS;
-    else p.cls = t.numa_nodes == 1 ? PathClass::NODE : PathClass::SYS;  // unknown node: assume the worse
+    if (na >= 0 && nb >= 0)
+        p.cls = na == nb ? PathClass::NODE : PathClass::SYS;
+    else
+        p.cls = t.numa_nodes == 1 ? PathClass::NODE : PathClass::SYS;  // unknown node: assume the worse
     return p;
 }
 
@@ -199,12 +219,14 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
     // 1. The window the initiator writes into.
     if (const Bar* bar = tgt.largest_memory_bar()) {
         add(E::note, log::concat("target window: ", tgt.bdf.str(), " BAR", bar->index, " ", size_text(bar->size),
-                                 bar->is64 ? ", 64-bit" : ", 32-bit", bar->prefetchable ? ", prefetchable" : ", non-prefetchable"));
+                                 bar->is64 ? ", 64-bit" : ", 32-bit",
+                                 bar->prefetchable ? ", prefetchable" : ", non-prefetchable"));
         if (!bar->resizable_sizes.empty() && bar->resizable_sizes.back() > bar->size)
-            add(E::action, log::concat("BAR", bar->index, " is ", size_text(bar->size), " but the device supports up to ",
-                                       size_text(bar->resizable_sizes.back()),
+            add(E::action, log::concat("BAR", bar->index, " is ", size_text(bar->size),
+                                       " but the device supports up to ", size_text(bar->resizable_sizes.back()),
                                        " (Resizable BAR): enable Above 4G Decoding and Resizable BAR in the firmware, "
-                                       "or resize it through sysfs resource", bar->index, "_resize"));
+                                       "or resize it through sysfs resource",
+                                       bar->index, "_resize"));
         if (tgt.vendor_id == vendor_nvidia && tgt.base_class() == 0x03 && bar->size <= (std::uint64_t{256} << 20))
             add(E::note, log::concat("a ", size_text(bar->size), " BAR", bar->index,
                                      " is a window onto part of the GPU's memory: peers reach only what the GPU "
@@ -224,10 +246,12 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
     on_path.push_back(target);
     for (auto x : on_path) {
         const auto& d = t.devices[x];
-        constexpr std::uint16_t redirect_bits = acs::p2p_request_redirect | acs::p2p_completion_redirect | acs::p2p_egress_control;
+        constexpr std::uint16_t redirect_bits =
+            acs::p2p_request_redirect | acs::p2p_completion_redirect | acs::p2p_egress_control;
         if (d.acs) {
             if (d.acs->control & redirect_bits)
-                redirecting.push_back(log::concat(d.bdf.str(), " (", acs::describe(d.acs->control & redirect_bits), ")"));
+                redirecting.push_back(
+                    log::concat(d.bdf.str(), " (", acs::describe(d.acs->control & redirect_bits), ")"));
         } else if (!d.ext_config && (d.role == Role::root_port || d.role == Role::switch_downstream)) {
             unknown_acs.push_back(d.bdf.str());
         }
@@ -237,10 +261,9 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
         std::string list;
         for (const auto& s : redirecting) list += (list.empty() ? "" : ", ") + s;
         // Redirected traffic is judged below by the root complex that receives it.
-        add(E::note,
-            "ACS redirect/egress control enabled on " + list +
-                ": peer requests go up to the root complex and through the IOMMU instead of across the switch "
-                "(Linux's pci=disable_acs_redir= lifts it, at the cost of isolation)");
+        add(E::note, "ACS redirect/egress control enabled on " + list +
+                         ": peer requests go up to the root complex and through the IOMMU instead of across the switch "
+                         "(Linux's pci=disable_acs_redir= lifts it, at the cost of isolation)");
         through_root = true;
     }
     if (!unknown_acs.empty() && !r.path.via_host_bridge) {
@@ -252,31 +275,36 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
     }
     if (!through_root) {
         std::size_t common = r.path.up.empty() ? (ini.parent ? *ini.parent : initiator) : r.path.up.back();
-        add(E::ok, log::concat("common upstream bridge ", t.devices[common].bdf.str(), " (",
-                               role_name(t.devices[common].role), ") routes peer TLPs directly, below the root complex"));
+        add(E::ok,
+            log::concat("common upstream bridge ", t.devices[common].bdf.str(), " (", role_name(t.devices[common].role),
+                        ") routes peer TLPs directly, below the root complex"));
     } else if (r.path.host_a == r.path.host_b) {
         auto al = host_bridge_allowance(t, r.path.host_a);
         if (al.allowed)
-            add(E::ok, "through root complex " + hb_label(t, r.path.host_a) + ": on Linux's p2pdma allowlist (" + al.why + ")");
+            add(E::ok, "through root complex " + hb_label(t, r.path.host_a) + ": on Linux's p2pdma allowlist (" +
+                           al.why + ")");
         else
             add(E::platform, "through root complex " + hb_label(t, r.path.host_a) +
                                  ", which is not on Linux's p2pdma allowlist: whether it forwards peer TLPs depends on "
                                  "the platform (VFIO maps the peer BAR regardless); measure it");
     } else {
         auto aa = host_bridge_allowance(t, r.path.host_a), ab = host_bridge_allowance(t, r.path.host_b);
-        std::string between = "between host bridges " + hb_label(t, r.path.host_a) + " and " + hb_label(t, r.path.host_b);
+        std::string between =
+            "between host bridges " + hb_label(t, r.path.host_a) + " and " + hb_label(t, r.path.host_b);
         if (r.path.cls == PathClass::SYS) {
-            add(E::platform, between + " across the inter-socket interconnect (SYS): most platforms forward peer "
-                                       "traffic there slowly or not at all, and NVIDIA's driver refuses GPU P2P over it");
+            add(E::platform, between +
+                                 " across the inter-socket interconnect (SYS): most platforms forward peer "
+                                 "traffic there slowly or not at all, and NVIDIA's driver refuses GPU P2P over it");
         } else if (aa.allowed && ab.allowed && !aa.same_host_bridge_only && !ab.same_host_bridge_only) {
             add(E::ok, between + " within one NUMA node: Linux's p2pdma allows it (" + aa.why + ")");
         } else {
-            add(E::platform, between + ": not on Linux's p2pdma allowlist for traffic between host bridges; "
-                                       "platform dependent, measure it");
+            add(E::platform, between +
+                                 ": not on Linux's p2pdma allowlist for traffic between host bridges; "
+                                 "platform dependent, measure it");
         }
         if (t.host_bridges[r.path.host_a].numa_node < 0 || t.host_bridges[r.path.host_b].numa_node < 0)
-            add(E::note, "NUMA node of a host bridge unknown (numa_node -1): classed as " +
-                             std::string(class_name(r.path.cls)));
+            add(E::note,
+                "NUMA node of a host bridge unknown (numa_node -1): classed as " + std::string(class_name(r.path.cls)));
     }
 
     // 3. IOMMU groups: what VFIO needs before it hands out either device.
@@ -302,19 +330,23 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
             if (!blockers.empty()) {
                 std::string list;
                 for (const auto& s : blockers) list += (list.empty() ? "" : ", ") + s;
-                add(E::action, log::concat("IOMMU group ", g, " (", members.size(), " functions) is not viable for VFIO "
-                                           "until ", list, " is bound to vfio-pci or unbound"));
+                add(E::action, log::concat("IOMMU group ", g, " (", members.size(),
+                                           " functions) is not viable for VFIO "
+                                           "until ",
+                                           list, " is bound to vfio-pci or unbound"));
             } else if (members.size() > 1) {
-                add(E::note, log::concat("IOMMU group ", g, " has ", members.size(),
-                                         " functions; VFIO takes them together"));
+                add(E::note,
+                    log::concat("IOMMU group ", g, " has ", members.size(), " functions; VFIO takes them together"));
             }
         }
     }
 
     r.verdict = Verdict::supported;
     for (const auto& x : r.reasons) {
-        if (x.effect == E::block) r.verdict = Verdict::unsupported;
-        else if (x.effect == E::platform && r.verdict == Verdict::supported) r.verdict = Verdict::platform_dependent;
+        if (x.effect == E::block)
+            r.verdict = Verdict::unsupported;
+        else if (x.effect == E::platform && r.verdict == Verdict::supported)
+            r.verdict = Verdict::platform_dependent;
     }
     return r;
 }

@@ -18,10 +18,10 @@ const char* class_name(PathClass c);
 
 struct Path {
     PathClass cls = PathClass::X;
-    std::vector<std::size_t> up;    // bridges from a (exclusive) up to the common bridge, inclusive
-    std::vector<std::size_t> down;  // bridges from below the common bridge down to b (exclusive)
-    bool via_host_bridge = false;   // no common bridge: the path goes through the root complex
-    std::size_t host_a = 0, host_b = 0;  // host bridge indices of a and b
+    std::vector<std::size_t> up;               // bridges from a (exclusive) up to the common bridge, inclusive
+    std::vector<std::size_t> down;             // bridges from below the common bridge down to b (exclusive)
+    bool via_host_bridge = false;              // no common bridge: the path goes through the root complex
+    std::size_t host_a = 0, host_b = 0;        // host bridge indices of a and b
     std::vector<std::size_t> bridges() const;  // up then down
 };
 

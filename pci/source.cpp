@@ -21,9 +21,7 @@ namespace {
 constexpr const char* magic = "bardrive-topo-snapshot";
 constexpr std::size_t hex_per_line = 32;  // bytes per hex line
 
-bool plain_path(const std::string& p) {
-    return !p.empty() && p.find_first_of(" \t\r\n") == std::string::npos;
-}
+bool plain_path(const std::string& p) { return !p.empty() && p.find_first_of(" \t\r\n") == std::string::npos; }
 
 std::vector<std::string> split_lines(const std::string& s) {
     std::vector<std::string> out;
@@ -177,8 +175,10 @@ void write_snapshot(const SnapshotData& data, const std::string& file) {
     }
     for (const auto& [p, v] : data.links) {
         if (skip(p)) continue;
-        if (!v || !plain_path(*v)) os << "missing link " << p << '\n';
-        else os << "link " << p << ' ' << *v << '\n';
+        if (!v || !plain_path(*v))
+            os << "missing link " << p << '\n';
+        else
+            os << "link " << p << ' ' << *v << '\n';
     }
     for (const auto& [p, v] : data.lists) {
         if (skip(p)) continue;
@@ -251,18 +251,24 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
         if (path.empty()) throw fail(lineno, "record '" + kind + "' without a path");
         ls >> arg;
         if (kind == "missing") {
-            if (path == "text") d.texts[arg] = std::nullopt;
-            else if (path == "bytes") d.blobs[arg] = std::nullopt;
-            else if (path == "link") d.links[arg] = std::nullopt;
-            else if (path == "list") d.lists[arg] = std::nullopt;
-            else throw fail(lineno, "unknown missing kind '" + path + "'");
+            if (path == "text")
+                d.texts[arg] = std::nullopt;
+            else if (path == "bytes")
+                d.blobs[arg] = std::nullopt;
+            else if (path == "link")
+                d.links[arg] = std::nullopt;
+            else if (path == "list")
+                d.lists[arg] = std::nullopt;
+            else
+                throw fail(lineno, "unknown missing kind '" + path + "'");
             if (arg.empty()) throw fail(lineno, "missing record without a path");
         } else if (kind == "link") {
             if (arg.empty()) throw fail(lineno, "link without a target");
             d.links[path] = arg;
         } else if (kind == "text" || kind == "list") {
             std::size_t n = parse_count(arg, lineno);
-            if (n > lines.size() - i) throw fail(lineno, log::concat(kind, " record of ", n, " lines runs past the end"));
+            if (n > lines.size() - i)
+                throw fail(lineno, log::concat(kind, " record of ", n, " lines runs past the end"));
             std::vector<std::string> body(lines.begin() + static_cast<std::ptrdiff_t>(i),
                                           lines.begin() + static_cast<std::ptrdiff_t>(i + n));
             i += n;
@@ -278,7 +284,8 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
             std::vector<std::uint8_t> v;
             v.reserve(n);
             while (v.size() < n) {
-                if (i >= lines.size()) throw fail(lineno, log::concat("bytes record of ", n, " bytes runs past the end"));
+                if (i >= lines.size())
+                    throw fail(lineno, log::concat("bytes record of ", n, " bytes runs past the end"));
                 const std::string& h = lines[i++];
                 if (h.size() % 2 || h.empty() || h.size() / 2 > n - v.size())
                     throw fail(i, "hex line of the wrong length");

@@ -18,7 +18,7 @@ public:
     // Each returns std::nullopt when the file is missing or unreadable; callers decide whether that matters.
     virtual std::optional<std::string> text(const std::string& path) = 0;  // trailing whitespace removed
     virtual std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) = 0;
-    virtual std::optional<std::string> link(const std::string& path) = 0;               // readlink target
+    virtual std::optional<std::string> link(const std::string& path) = 0;              // readlink target
     virtual std::optional<std::vector<std::string>> list(const std::string& dir) = 0;  // names, sorted
     virtual std::string describe() const = 0;  // for messages: "/sys", "snapshot FILE"
 };

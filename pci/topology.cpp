@@ -186,18 +186,29 @@ void finish(Topology& t) {
         }
         if (d.port_type) {
             switch (*d.port_type) {
-                case PortType::root_port: d.role = Role::root_port; continue;
-                case PortType::switch_upstream: d.role = Role::switch_upstream; continue;
-                case PortType::switch_downstream: d.role = Role::switch_downstream; continue;
-                default: d.role = Role::bridge; continue;
+                case PortType::root_port:
+                    d.role = Role::root_port;
+                    continue;
+                case PortType::switch_upstream:
+                    d.role = Role::switch_upstream;
+                    continue;
+                case PortType::switch_downstream:
+                    d.role = Role::switch_downstream;
+                    continue;
+                default:
+                    d.role = Role::bridge;
+                    continue;
             }
         }
         ++inferred;
-        if (!d.parent) d.role = Role::root_port;
+        if (!d.parent)
+            d.role = Role::root_port;
         else if (auto pr = t.devices[*d.parent].role; pr == Role::root_port || pr == Role::switch_downstream)
             d.role = Role::switch_upstream;
-        else if (pr == Role::switch_upstream) d.role = Role::switch_downstream;
-        else d.role = Role::bridge;
+        else if (pr == Role::switch_upstream)
+            d.role = Role::switch_downstream;
+        else
+            d.role = Role::bridge;
     }
     if (inferred)
         t.warnings.push_back(log::concat("port types of ", inferred,
@@ -207,7 +218,8 @@ void finish(Topology& t) {
 }  // namespace
 
 void assemble(Topology& t, std::vector<std::optional<Bdf>> parents) {
-    if (parents.size() != t.devices.size()) throw Error("assemble topology", t.source, "one parent per device expected");
+    if (parents.size() != t.devices.size())
+        throw Error("assemble topology", t.source, "one parent per device expected");
     for (const auto& d : t.devices)
         if (d.host_bridge >= t.host_bridges.size())
             throw Error("assemble topology", d.bdf.str(), "host bridge index out of range");
@@ -217,11 +229,16 @@ void assemble(Topology& t, std::vector<std::optional<Bdf>> parents) {
 
 const char* role_name(Role r) {
     switch (r) {
-        case Role::root_port: return "root port";
-        case Role::switch_upstream: return "switch upstream port";
-        case Role::switch_downstream: return "switch downstream port";
-        case Role::bridge: return "bridge";
-        case Role::endpoint: return "endpoint";
+        case Role::root_port:
+            return "root port";
+        case Role::switch_upstream:
+            return "switch upstream port";
+        case Role::switch_downstream:
+            return "switch downstream port";
+        case Role::bridge:
+            return "bridge";
+        case Role::endpoint:
+            return "endpoint";
     }
     return "?";
 }
@@ -234,7 +251,8 @@ const Bar* Device::largest_memory_bar() const {
 }
 
 std::optional<std::size_t> Topology::find(const Bdf& bdf) const {
-    auto it = std::lower_bound(devices.begin(), devices.end(), bdf, [](const Device& d, const Bdf& b) { return d.bdf < b; });
+    auto it =
+        std::lower_bound(devices.begin(), devices.end(), bdf, [](const Device& d, const Bdf& b) { return d.bdf < b; });
     if (it == devices.end() || it->bdf != bdf) return std::nullopt;
     return static_cast<std::size_t>(it - devices.begin());
 }
@@ -303,7 +321,8 @@ Topology read_topology(Source& src) {
                 }
             }
         } else {
-            d.warnings.push_back(log::concat(devices_dir, "/", name, " is not a readable link; placed on its own root bus"));
+            d.warnings.push_back(
+                log::concat(devices_dir, "/", name, " is not a readable link; placed on its own root bus"));
             d.host_bridge = host_bridge(bdf->domain, bdf->bus);
         }
 
@@ -314,7 +333,8 @@ Topology read_topology(Source& src) {
         // Every dword read may trap to a hypervisor or walk ECAM: a VM's host bridge took 9 ms for 256 bytes.
         auto bytes = src.bytes(dir + "config", 64);
         if (bytes && bytes->size() == 64 && parse_config(*bytes).has_cap_list) bytes = src.bytes(dir + "config", 256);
-        if (bytes && bytes->size() == 256 && parse_config(*bytes).port_type) bytes = src.bytes(dir + "config", config_max);
+        if (bytes && bytes->size() == 256 && parse_config(*bytes).port_type)
+            bytes = src.bytes(dir + "config", config_max);
         if (bytes) {
             cfg = parse_config(*bytes);
             d.config_bytes = bytes->size();
@@ -355,7 +375,8 @@ Topology read_topology(Source& src) {
         hex_attr("subsystem_vendor", d.subsystem_vendor_id, 0xffff);
         hex_attr("subsystem_device", d.subsystem_id, 0xffff);
         hex_attr("class", d.class_code, 0xffffff);
-        if (d.vendor_id == 0xffff) d.warnings.push_back(dir + ": vendor ID unknown (neither config nor vendor readable)");
+        if (d.vendor_id == 0xffff)
+            d.warnings.push_back(dir + ": vendor ID unknown (neither config nor vendor readable)");
         // A bridge is class 06 04 / 06 09 even when the header type could not be read.
         if ((d.class_code >> 8) == 0x0604 || (d.class_code >> 8) == 0x0609) d.is_bridge = true;
         std::uint8_t base = d.base_class();
@@ -375,8 +396,10 @@ Topology read_topology(Source& src) {
             if (auto g = parse_int(basename_of(*v))) d.iommu_group = *g;
         }
         if (auto v = src.text(dir + "numa_node")) {
-            if (auto n = parse_int(*v)) d.numa_node = *n;
-            else d.warnings.push_back(dir + "numa_node: cannot parse '" + *v + "'");
+            if (auto n = parse_int(*v))
+                d.numa_node = *n;
+            else
+                d.warnings.push_back(dir + "numa_node: cannot parse '" + *v + "'");
         }
         if (auto v = src.text(dir + "local_cpulist")) d.local_cpus = *v;
 
@@ -394,7 +417,8 @@ Topology read_topology(Source& src) {
         if (auto v = src.text(dir + "sriov_totalvfs")) {
             SriovInfo s = d.sriov.value_or(SriovInfo{});
             s.total_vfs = static_cast<std::uint16_t>(parse_u64(*v, 10).value_or(0));
-            if (auto n = src.text(dir + "sriov_numvfs")) s.num_vfs = static_cast<std::uint16_t>(parse_u64(*n, 10).value_or(0));
+            if (auto n = src.text(dir + "sriov_numvfs"))
+                s.num_vfs = static_cast<std::uint16_t>(parse_u64(*n, 10).value_or(0));
             d.sriov = s;
         }
         if (auto v = src.link(dir + "physfn")) d.physfn = Bdf::try_parse(basename_of(*v));
@@ -433,9 +457,10 @@ Topology read_topology(Source& src) {
     for (const auto& p : pending) parents.push_back(p.parent);
 
     if (short_config)
-        t.warnings.push_back(log::concat(
-            short_config, " devices: only the first 64 bytes of config space were readable, so capabilities (link, "
-                          "ACS, ATS, SR-IOV, resizable BAR) beyond them are unknown; run as root to read them"));
+        t.warnings.push_back(
+            log::concat(short_config,
+                        " devices: only the first 64 bytes of config space were readable, so capabilities (link, "
+                        "ACS, ATS, SR-IOV, resizable BAR) beyond them are unknown; run as root to read them"));
 
     if (auto nodes = src.list("/sys/devices/system/node")) {
         for (const auto& n : *nodes)

@@ -39,19 +39,19 @@ struct Device {
     Role role = Role::endpoint;
     bool is_bridge = false;
     std::optional<PortType> port_type;
-    std::string driver;          // empty when none is bound
-    int iommu_group = -1;        // -1: none (no IOMMU) or unknown
-    int numa_node = -1;          // -1: unknown
-    std::string local_cpus;      // cpulist form, "0-15"
+    std::string driver;      // empty when none is bound
+    int iommu_group = -1;    // -1: none (no IOMMU) or unknown
+    int numa_node = -1;      // -1: unknown
+    std::string local_cpus;  // cpulist form, "0-15"
     std::vector<Bar> bars;
     std::optional<LinkInfo> link;
     std::optional<AcsInfo> acs;
     std::optional<SriovInfo> sriov;
-    std::optional<Bdf> physfn;   // set for SR-IOV virtual functions
+    std::optional<Bdf> physfn;  // set for SR-IOV virtual functions
     bool ats = false, pri = false, pasid = false, aer = false;
-    std::size_t config_bytes = 0;  // how much config space could be read
-    bool ext_config = false;       // extended config space (capabilities beyond 0xff) was readable
-    bool caps_unread = false;      // it has a capability list that could not be read (not root)
+    std::size_t config_bytes = 0;       // how much config space could be read
+    bool ext_config = false;            // extended config space (capabilities beyond 0xff) was readable
+    bool caps_unread = false;           // it has a capability list that could not be read (not root)
     std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "nvidia:0"
     std::vector<std::string> warnings;
 
@@ -76,13 +76,13 @@ struct HostBridge {
 };
 
 struct Topology {
-    std::string source;                 // "/sys", "snapshot FILE", "hwloc XML FILE"
+    std::string source;  // "/sys", "snapshot FILE", "hwloc XML FILE"
     std::vector<HostBridge> host_bridges;
-    std::vector<Device> devices;        // sorted by BDF
-    int numa_nodes = 0;                 // 0 when unknown
-    bool groups_known = true;           // false for inputs without IOMMU group information (hwloc XML)
-    bool bars_known = true;             // false for inputs without BARs (hwloc XML)
-    std::string cpu_vendor;             // "GenuineIntel", "AuthenticAMD"; empty when unknown
+    std::vector<Device> devices;  // sorted by BDF
+    int numa_nodes = 0;           // 0 when unknown
+    bool groups_known = true;     // false for inputs without IOMMU group information (hwloc XML)
+    bool bars_known = true;       // false for inputs without BARs (hwloc XML)
+    std::string cpu_vendor;       // "GenuineIntel", "AuthenticAMD"; empty when unknown
     int cpu_family = -1;
     std::vector<std::string> warnings;  // what could not be read, and where
 

@@ -86,15 +86,15 @@ std::string bar_summary(const Device& d) {
     for (const auto& b : d.bars) {
         if (!s.empty()) s += ' ';
         s += log::concat("BAR", b.index, "=", size_short(b.size));
-        if (b.io) s += "(io)";
-        else if (b.prefetchable) s += "(pf)";
+        if (b.io)
+            s += "(io)";
+        else if (b.prefetchable)
+            s += "(pf)";
     }
     return s;
 }
 
-std::string short_name(const Device& d) {
-    return d.vendor_name + " " + d.device_name;
-}
+std::string short_name(const Device& d) { return d.vendor_name + " " + d.device_name; }
 
 // ---- source and filters ----
 
@@ -143,7 +143,8 @@ bool matches(const Device& d, const Args& args) {
         std::transform(name.begin(), name.end(), name.begin(), ::tolower);
         for (auto v : vendors) {
             std::transform(v.begin(), v.end(), v.begin(), ::tolower);
-            if (v == hex4(d.vendor_id) || v == "0x" + hex4(d.vendor_id) || (!v.empty() && name.find(v) != std::string::npos))
+            if (v == hex4(d.vendor_id) || v == "0x" + hex4(d.vendor_id) ||
+                (!v.empty() && name.find(v) != std::string::npos))
                 ok = true;
         }
         if (!ok) return false;
@@ -177,7 +178,8 @@ void print_warnings(const Topology& t) {
     std::fflush(stdout);  // keep notes after the output they explain
     for (const auto& w : t.warnings) std::fprintf(stderr, "bardrive topo: note: %s\n", w.c_str());
     for (const auto& d : t.devices)
-        for (const auto& w : d.warnings) std::fprintf(stderr, "bardrive topo: warning: %s: %s\n", d.bdf.str().c_str(), w.c_str());
+        for (const auto& w : d.warnings)
+            std::fprintf(stderr, "bardrive topo: warning: %s: %s\n", d.bdf.str().c_str(), w.c_str());
 }
 
 // ---- tree ----
@@ -192,10 +194,12 @@ void print_tree(const Topology& t, const Args& args) {
                 t.devices.size(), t.host_bridges.size(), t.numa_nodes);
     auto line = [&](std::size_t i, const std::string& prefix, bool last, auto&& self) -> void {
         const auto& d = t.devices[i];
-        std::string s = prefix + (last ? "\\-" : "+-") + d.bdf.str() + " [" + hex4(d.vendor_id) + ":" + hex4(d.device_id) +
-                        "] " + short_name(d);
-        if (d.role != Role::endpoint) s += std::string(" <") + role_name(d.role) + ">";
-        else s += " (" + d.class_name + ")";
+        std::string s = prefix + (last ? "\\-" : "+-") + d.bdf.str() + " [" + hex4(d.vendor_id) + ":" +
+                        hex4(d.device_id) + "] " + short_name(d);
+        if (d.role != Role::endpoint)
+            s += std::string(" <") + role_name(d.role) + ">";
+        else
+            s += " (" + d.class_name + ")";
         std::vector<std::string> facts;
         if (d.link) facts.push_back(link_text(*d.link));
         if (d.numa_node >= 0) facts.push_back("numa " + std::to_string(d.numa_node));
@@ -313,16 +317,21 @@ void print_show(const Topology& t, std::size_t i) {
                     size_short(b.size).c_str(), b.io ? "I/O" : "memory", b.io ? "" : (b.is64 ? " 64-bit" : " 32-bit"),
                     b.prefetchable ? " prefetchable" : "", rs.empty() ? "" : (" resizable: " + rs).c_str());
     }
-    if (d.link) std::printf("  link:       %s (capable %sGT/s x%u)\n", link_text(*d.link).c_str(), speed(d.link->max_gts).c_str(), d.link->max_width);
+    if (d.link)
+        std::printf("  link:       %s (capable %sGT/s x%u)\n", link_text(*d.link).c_str(),
+                    speed(d.link->max_gts).c_str(), d.link->max_width);
     std::printf("  config:     %zu bytes read%s\n", d.config_bytes,
-                d.caps_unread ? " (capabilities not readable: run as root)"
-                : !d.ext_config     ? " (no extended config space)"
-                                    : "");
-    if (d.acs) std::printf("  ACS:        capability %s; enabled %s\n", acs::describe(d.acs->capability).c_str(), acs::describe(d.acs->control).c_str());
-    else std::printf("  ACS:        %s\n", d.ext_config ? "not present" : "unknown");
+                d.caps_unread   ? " (capabilities not readable: run as root)"
+                : !d.ext_config ? " (no extended config space)"
+                                : "");
+    if (d.acs)
+        std::printf("  ACS:        capability %s; enabled %s\n", acs::describe(d.acs->capability).c_str(),
+                    acs::describe(d.acs->control).c_str());
+    else
+        std::printf("  ACS:        %s\n", d.ext_config ? "not present" : "unknown");
     if (d.ext_config)
-        std::printf("  ATS %s, PRI %s, PASID %s, AER %s\n", d.ats ? "yes" : "no", d.pri ? "yes" : "no", d.pasid ? "yes" : "no",
-                    d.aer ? "yes" : "no");
+        std::printf("  ATS %s, PRI %s, PASID %s, AER %s\n", d.ats ? "yes" : "no", d.pri ? "yes" : "no",
+                    d.pasid ? "yes" : "no", d.aer ? "yes" : "no");
     if (d.sriov) std::printf("  SR-IOV:     %u of %u VFs enabled\n", d.sriov->num_vfs, d.sriov->total_vfs);
     if (d.is_vf()) std::printf("  VF of:      %s\n", d.physfn->str().c_str());
     for (const auto& n : d.os_names) std::printf("  os name:    %s\n", n.c_str());
@@ -338,12 +347,14 @@ void print_show(const Topology& t, std::size_t i) {
 std::string js(const std::string& s) {
     std::string o = "\"";
     for (unsigned char c : s) {
-        if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+        if (c == '"' || c == '\\')
+            o += '\\', o += static_cast<char>(c);
         else if (c < 0x20) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\u%04x", c);
             o += buf;
-        } else o += static_cast<char>(c);
+        } else
+            o += static_cast<char>(c);
     }
     return o + "\"";
 }
@@ -359,22 +370,28 @@ void print_json(const Topology& t, const Args& args) {
     auto strs = [](const std::vector<std::string>& v) { return arr(v, js); };
     auto opt_int = [](int v) { return v >= 0 ? std::to_string(v) : std::string("null"); };
     std::string o = "{\n  \"schema\": \"bardrive-topo/1\",\n  \"source\": " + js(t.source) + ",\n";
-    o += "  \"numa_nodes\": " + std::to_string(t.numa_nodes) + ",\n  \"iommu_groups_known\": " +
-         (t.groups_known ? "true" : "false") + ",\n  \"bars_known\": " + (t.bars_known ? "true" : "false") + ",\n  \"warnings\": " + strs(t.warnings) + ",\n";
-    o += "  \"host_bridges\": " + arr(t.host_bridges, [&](const HostBridge& h) {
-             return "{\"name\": " + js(h.name) + ", \"domain\": " + std::to_string(h.domain) +
-                    ", \"bus\": " + std::to_string(h.bus) + ", \"numa_node\": " + opt_int(h.numa_node) +
-                    ", \"function0\": " + (h.device ? js(t.devices[*h.device].bdf.str()) : "null") + "}";
-         }) + ",\n  \"devices\": [\n";
+    o += "  \"numa_nodes\": " + std::to_string(t.numa_nodes) +
+         ",\n  \"iommu_groups_known\": " + (t.groups_known ? "true" : "false") +
+         ",\n  \"bars_known\": " + (t.bars_known ? "true" : "false") + ",\n  \"warnings\": " + strs(t.warnings) + ",\n";
+    o += "  \"host_bridges\": " +
+         arr(t.host_bridges,
+             [&](const HostBridge& h) {
+                 return "{\"name\": " + js(h.name) + ", \"domain\": " + std::to_string(h.domain) +
+                        ", \"bus\": " + std::to_string(h.bus) + ", \"numa_node\": " + opt_int(h.numa_node) +
+                        ", \"function0\": " + (h.device ? js(t.devices[*h.device].bdf.str()) : "null") + "}";
+             }) +
+         ",\n  \"devices\": [\n";
     for (std::size_t i = 0; i < t.devices.size(); ++i) {
         const auto& d = t.devices[i];
         std::string e = "    {\"bdf\": " + js(d.bdf.str());
         e += ", \"parent\": " + (d.parent ? js(t.devices[*d.parent].bdf.str()) : "null");
         e += ", \"host_bridge\": " + js(t.host_bridges[d.host_bridge].name);
-        e += ", \"role\": " + js(role_name(d.role)) + ", \"role_inferred\": " + (d.is_bridge && !d.port_type ? "true" : "false");
+        e += ", \"role\": " + js(role_name(d.role)) +
+             ", \"role_inferred\": " + (d.is_bridge && !d.port_type ? "true" : "false");
         e += ", \"kind\": " + js(device_kind(d));
         e += ", \"vendor_id\": " + js(hex4(d.vendor_id)) + ", \"device_id\": " + js(hex4(d.device_id));
-        e += ", \"subsystem_vendor_id\": " + js(hex4(d.subsystem_vendor_id)) + ", \"subsystem_id\": " + js(hex4(d.subsystem_id));
+        e += ", \"subsystem_vendor_id\": " + js(hex4(d.subsystem_vendor_id)) +
+             ", \"subsystem_id\": " + js(hex4(d.subsystem_id));
         e += ", \"vendor\": " + js(d.vendor_name) + ", \"device\": " + js(d.device_name);
         e += ", \"subsystem\": " + (d.subsystem_name.empty() ? std::string("null") : js(d.subsystem_name));
         e += ", \"class\": " + js(hex_class(d.class_code)) + ", \"class_name\": " + js(d.class_name);
@@ -382,29 +399,37 @@ void print_json(const Topology& t, const Args& args) {
         e += ", \"iommu_group\": " + opt_int(d.iommu_group) + ", \"numa_node\": " + opt_int(d.numa_node);
         e += ", \"local_cpus\": " + (d.local_cpus.empty() ? std::string("null") : js(d.local_cpus));
         e += ", \"bars\": " + arr(d.bars, [](const Bar& b) {
-                 return "{\"index\": " + std::to_string(b.index) + ", \"address\": " + js(log::concat("0x", std::hex, b.address)) +
+                 return "{\"index\": " + std::to_string(b.index) +
+                        ", \"address\": " + js(log::concat("0x", std::hex, b.address)) +
                         ", \"size\": " + std::to_string(b.size) + ", \"type\": " + (b.io ? "\"io\"" : "\"mem\"") +
-                        ", \"bits\": " + (b.io ? "null" : b.is64 ? "64" : "32") +
+                        ", \"bits\": " +
+                        (b.io     ? "null"
+                         : b.is64 ? "64"
+                                  : "32") +
                         ", \"prefetchable\": " + (b.prefetchable ? "true" : "false") + ", \"resizable_sizes\": " +
                         arr(b.resizable_sizes, [](std::uint64_t s) { return std::to_string(s); }) + "}";
              });
         if (d.link)
-            e += ", \"link\": {\"speed_gts\": " + speed(d.link->cur_gts) + ", \"width\": " + std::to_string(d.link->cur_width) +
-                 ", \"max_speed_gts\": " + speed(d.link->max_gts) + ", \"max_width\": " + std::to_string(d.link->max_width) +
+            e += ", \"link\": {\"speed_gts\": " + speed(d.link->cur_gts) +
+                 ", \"width\": " + std::to_string(d.link->cur_width) +
+                 ", \"max_speed_gts\": " + speed(d.link->max_gts) +
+                 ", \"max_width\": " + std::to_string(d.link->max_width) +
                  ", \"downgraded\": " + (d.link->downgraded() ? "true" : "false") + "}";
         else
             e += ", \"link\": null";
-        e += ", \"config_bytes\": " + std::to_string(d.config_bytes) + ", \"extended_config\": " + (d.ext_config ? "true" : "false");
-        e += ", \"acs\": " + (d.acs ? "{\"capability\": " + js(acs::describe(d.acs->capability)) + ", \"control\": " +
-                                          js(acs::describe(d.acs->control)) + "}"
+        e += ", \"config_bytes\": " + std::to_string(d.config_bytes) +
+             ", \"extended_config\": " + (d.ext_config ? "true" : "false");
+        e += ", \"acs\": " + (d.acs ? "{\"capability\": " + js(acs::describe(d.acs->capability)) +
+                                          ", \"control\": " + js(acs::describe(d.acs->control)) + "}"
                                     : std::string("null"));
         auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
         if (d.ext_config)
-            e += ", \"ats\": " + b(d.ats) + ", \"pri\": " + b(d.pri) + ", \"pasid\": " + b(d.pasid) + ", \"aer\": " + b(d.aer);
+            e += ", \"ats\": " + b(d.ats) + ", \"pri\": " + b(d.pri) + ", \"pasid\": " + b(d.pasid) +
+                 ", \"aer\": " + b(d.aer);
         else
             e += ", \"ats\": null, \"pri\": null, \"pasid\": null, \"aer\": null";
-        e += ", \"sriov\": " + (d.sriov ? "{\"total_vfs\": " + std::to_string(d.sriov->total_vfs) + ", \"num_vfs\": " +
-                                              std::to_string(d.sriov->num_vfs) + "}"
+        e += ", \"sriov\": " + (d.sriov ? "{\"total_vfs\": " + std::to_string(d.sriov->total_vfs) +
+                                              ", \"num_vfs\": " + std::to_string(d.sriov->num_vfs) + "}"
                                         : std::string("null"));
         e += ", \"physfn\": " + (d.physfn ? js(d.physfn->str()) : std::string("null"));
         e += ", \"os_names\": " + strs(d.os_names) + ", \"warnings\": " + strs(d.warnings) + "}";
@@ -418,14 +443,17 @@ void print_json(const Topology& t, const Args& args) {
             if (a == bb) continue;
             auto r = judge_p2p(t, a, bb);
             std::vector<std::size_t> hops = r.path.bridges();
-            pairs.push_back("    {\"initiator\": " + js(t.devices[a].bdf.str()) + ", \"target\": " + js(t.devices[bb].bdf.str()) +
-                            ", \"class\": " + js(class_name(r.path.cls)) + ", \"bridges\": " +
-                            arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
-                            ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
-                            ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
-                            arr(r.reasons, [](const Reason& x) {
-                                return "{\"effect\": " + js(effect_name(x.effect)) + ", \"text\": " + js(x.text) + "}";
-                            }) + "}");
+            pairs.push_back(
+                "    {\"initiator\": " + js(t.devices[a].bdf.str()) + ", \"target\": " + js(t.devices[bb].bdf.str()) +
+                ", \"class\": " + js(class_name(r.path.cls)) +
+                ", \"bridges\": " + arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
+                ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
+                ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
+                arr(r.reasons,
+                    [](const Reason& x) {
+                        return "{\"effect\": " + js(effect_name(x.effect)) + ", \"text\": " + js(x.text) + "}";
+                    }) +
+                "}");
         }
     for (std::size_t i = 0; i < pairs.size(); ++i) o += pairs[i] + (i + 1 < pairs.size() ? ",\n" : "\n");
     o += "  ]\n}\n";
@@ -460,8 +488,10 @@ int run_snapshot(const Args& args) {
     if (args.positional().size() != 2) throw Error("bardrive topo snapshot", "arguments", "expected one FILE", usage);
     const std::string file = args.positional()[1];
     std::unique_ptr<Source> inner;
-    if (auto dir = args.value("sysfs")) inner = open_source(*dir);
-    else inner = std::make_unique<LiveSource>();
+    if (auto dir = args.value("sysfs"))
+        inner = open_source(*dir);
+    else
+        inner = std::make_unique<LiveSource>();
     RecordingSource rec(*inner);
     auto t = read_topology(rec);
     char host[256] = "?";
@@ -470,22 +500,24 @@ int run_snapshot(const Args& args) {
     char when[64];
     std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     auto& data = rec.recorded();
-    data.comments.push_back(log::concat("captured by bardrive ", BARDRIVE_VERSION, " on ", host, " at ", when, " as uid ",
-                                        ::getuid(), " from ", inner->describe()));
+    data.comments.push_back(log::concat("captured by bardrive ", BARDRIVE_VERSION, " on ", host, " at ", when,
+                                        " as uid ", ::getuid(), " from ", inner->describe()));
     write_snapshot(data, file);
     std::size_t n = data.texts.size() + data.blobs.size() + data.links.size() + data.lists.size();
     std::printf("wrote %s: %zu functions, %zu records (sysfs files, links, folders, config space)\n", file.c_str(),
                 t.devices.size(), n);
     if (::getuid() != 0)
-        std::printf("note: not root, so config space beyond 64 bytes is not in the snapshot (ACS, link "
-                    "capabilities); run as root for a complete one\n");
+        std::printf(
+            "note: not root, so config space beyond 64 bytes is not in the snapshot (ACS, link "
+            "capabilities); run as root for a complete one\n");
     return 0;
 }
 
 }  // namespace
 
 int run_topo(const CommandArgs& argv) {
-    Args args("topo", argv, {"matrix", "json", "dot", "all", "help"}, {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor"});
+    Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
+              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;
@@ -494,7 +526,8 @@ int run_topo(const CommandArgs& argv) {
     std::string mode = pos.empty() ? "" : pos[0];
     if (mode == "snapshot") return run_snapshot(args);
     if (!mode.empty() && mode != "show" && mode != "p2p")
-        throw Error("bardrive topo", "'" + mode + "'", "unknown mode", "expected show, p2p or snapshot; see 'bardrive topo --help'");
+        throw Error("bardrive topo", "'" + mode + "'", "unknown mode",
+                    "expected show, p2p or snapshot; see 'bardrive topo --help'");
     int outputs = args.has("matrix") + args.has("json") + args.has("dot");
     if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot", "give at most one of them");
 
@@ -506,7 +539,9 @@ int run_topo(const CommandArgs& argv) {
         return *i;
     };
     if (mode == "show") {
-        if (pos.size() != 2) throw Error("bardrive topo show", "arguments", "expected one BDF", "e.g. 'bardrive topo show 0000:01:00.0'");
+        if (pos.size() != 2)
+            throw Error("bardrive topo show", "arguments", "expected one BDF",
+                        "e.g. 'bardrive topo show 0000:01:00.0'");
         print_show(t, find(pos[1]));
         return 0;
     }
@@ -515,7 +550,8 @@ int run_topo(const CommandArgs& argv) {
             print_report(t, judge_p2p(t, find(pos[1]), find(pos[2])));
             return 0;
         }
-        if (pos.size() != 1) throw Error("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
+        if (pos.size() != 1)
+            throw Error("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
         auto devs = chosen(t, args);
         for (auto a : devs)
             for (auto b : devs)
@@ -528,9 +564,12 @@ int run_topo(const CommandArgs& argv) {
         print_json(t, args);
         return 0;
     }
-    if (args.has("dot")) print_dot(t);
-    else if (args.has("matrix")) print_matrix(t, args);
-    else print_tree(t, args);
+    if (args.has("dot"))
+        print_dot(t);
+    else if (args.has("matrix"))
+        print_matrix(t, args);
+    else
+        print_tree(t, args);
     print_warnings(t);
     return 0;
 }

@@ -79,7 +79,8 @@ void run_quiet(const std::vector<std::string>& argv) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Error("run", argv[0], log::concat("exit status ", WEXITSTATUS(status)), "is it installed? scripts/setup.sh installs pciutils and hwloc");
+        throw Error("run", argv[0], log::concat("exit status ", WEXITSTATUS(status)),
+                    "is it installed? scripts/setup.sh installs pciutils and hwloc");
 }
 
 // The config bytes of a snapshot as an 'lspci -xxxx' dump, which 'lspci -F FILE' reads back.
@@ -120,13 +121,18 @@ int main(int argc, char** argv) {
     int reps = 11;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i];
-        if (k == "--cli") cli = argv[i + 1];
-        else if (k == "--snapshot") fixture = argv[i + 1];
-        else if (k == "--hwloc-xml") xml = argv[i + 1];
-        else if (k == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
+        if (k == "--cli")
+            cli = argv[i + 1];
+        else if (k == "--snapshot")
+            fixture = argv[i + 1];
+        else if (k == "--hwloc-xml")
+            xml = argv[i + 1];
+        else if (k == "--reps")
+            reps = std::max(1, std::atoi(argv[i + 1]));
     }
     if (cli.empty() || fixture.empty()) {
-        std::fprintf(stderr, "usage: topo-bench --cli build/tools/bardrive --snapshot FILE [--hwloc-xml FILE] [--reps N]\n");
+        std::fprintf(stderr,
+                     "usage: topo-bench --cli build/tools/bardrive --snapshot FILE [--hwloc-xml FILE] [--reps N]\n");
         return 2;
     }
     try {
@@ -166,7 +172,12 @@ int main(int argc, char** argv) {
                                        " functions, ", dumped, " config dumps)");
         add(snap, "bardrive library: read + names", lib, proc);
         add(snap, "bardrive topo --sysfs (process)", proc, proc);
-        add(snap, "lspci -vvv -F (same config bytes)", measure(reps, [&] { run_quiet({"lspci", "-vvv", "-F", dump}); }), proc);
+        add(snap, "lspci -vvv -F (same config bytes)",
+            measure(reps,
+                    [&] {
+                        run_quiet({"lspci", "-vvv", "-F", dump});
+                    }),
+            proc);
         std::remove(dump.c_str());
 
         // 3. The largest hwloc XML; lstopo reads the same file.
@@ -178,18 +189,26 @@ int main(int argc, char** argv) {
                 xml_n = t.devices.size();
             });
             proc = measure(reps, [&] { run_quiet({cli, "topo", "--hwloc-xml", xml}); });
-            std::string in = log::concat("hwloc XML ", xml.substr(xml.find_last_of('/') + 1), " (", xml_n, " functions)");
+            std::string in =
+                log::concat("hwloc XML ", xml.substr(xml.find_last_of('/') + 1), " (", xml_n, " functions)");
             add(in, "bardrive library: read + names", lib, proc);
             add(in, "bardrive topo --hwloc-xml (process)", proc, proc);
-            add(in, "lstopo --input FILE --of xml", measure(reps, [&] { run_quiet({"lstopo", "--input", xml, "--of", "xml", "-"}); }), proc);
+            add(in, "lstopo --input FILE --of xml",
+                measure(reps,
+                        [&] {
+                            run_quiet({"lstopo", "--input", xml, "--of", "xml", "-"});
+                        }),
+                proc);
         }
 
-        std::printf("| input | tool | wall ms (median) | CPU ms (mean) | wall vs bardrive topo | CPU vs bardrive topo |\n"
-                    "|---|---|---:|---:|---:|---:|\n");
+        std::printf(
+            "| input | tool | wall ms (median) | CPU ms (mean) | wall vs bardrive topo | CPU vs bardrive topo |\n"
+            "|---|---|---:|---:|---:|---:|\n");
         for (const auto& r : rows)
             std::printf("| %s | %s | %.2f | %.2f | %.2fx | %.2fx |\n", r.input.c_str(), r.tool.c_str(), r.m.ms, r.m.cpu,
                         r.m.ms / r.base.ms, r.m.cpu / r.base.cpu);
-        std::printf("\n%d runs after one warm-up; ratio > 1: the tool takes longer than bardrive topo (as a process).\n", reps);
+        std::printf(
+            "\n%d runs after one warm-up; ratio > 1: the tool takes longer than bardrive topo (as a process).\n", reps);
     } catch (const Error& e) {
         std::fprintf(stderr, "topo-bench: error: %s\n", e.what());
         return 1;

@@ -2,7 +2,6 @@
 // (real kernel, QEMU's root ports, switches and pxb-pcie host bridges) and the matrix the CLI prints
 // must match what the preset builds (tests/unit/pci/lab_expect.hpp). Elsewhere it SKIPs.
 #include <catch2/catch_test_macros.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -37,7 +36,8 @@ std::string run(const std::string& cmd) {
 }  // namespace
 
 TEST_CASE("live tree and matrix in the lab guest match the preset", "[lab][pci]") {
-    if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run through 'meson test --suite lab' (lab/lab run PRESET)");
+    if (!std::getenv("BARDRIVE_LAB"))
+        SKIP("not in a lab guest: run through 'meson test --suite lab' (lab/lab run PRESET)");
     const auto* p = current_preset();
     if (!p) SKIP("no expectations for preset " << std::getenv("BARDRIVE_LAB_PRESET"));
     INFO("preset " << p->name);
@@ -69,10 +69,14 @@ TEST_CASE("live tree and matrix in the lab guest match the preset", "[lab][pci]"
         std::vector<std::string> tok;
         for (std::string w; ls >> w;) tok.push_back(w);
         if (tok.empty()) continue;
-        if (tok[0] == "Devices:") devices = true;
-        else if (devices && tok.size() >= 2) label_of[tok[1]] = tok[0];
-        else if (header.empty()) header = tok;
-        else if (tok[0].size() > 2 && (tok[0].rfind("NIC", 0) == 0 || tok[0].rfind("DEV", 0) == 0)) rows.push_back(tok);
+        if (tok[0] == "Devices:")
+            devices = true;
+        else if (devices && tok.size() >= 2)
+            label_of[tok[1]] = tok[0];
+        else if (header.empty())
+            header = tok;
+        else if (tok[0].size() > 2 && (tok[0].rfind("NIC", 0) == 0 || tok[0].rfind("DEV", 0) == 0))
+            rows.push_back(tok);
     }
     REQUIRE(label_of.size() == p->matrix.size());
     for (const auto& pair : p->pairs) {

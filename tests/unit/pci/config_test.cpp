@@ -1,10 +1,9 @@
 // Capability walk over hand-built config space: decoding, and malformed lists that must end cleanly.
-#include <catch2/catch_test_macros.hpp>
+#include "pci/config.hpp"
 
+#include <catch2/catch_test_macros.hpp>
 #include <cstdint>
 #include <vector>
-
-#include "pci/config.hpp"
 
 using namespace bardrive::pci;
 
@@ -20,7 +19,9 @@ struct Cfg {
     void u32(std::size_t o, std::uint32_t v) {
         for (int i = 0; i < 4; ++i) b[o + i] = (v >> (8 * i)) & 0xff;
     }
-    void ext(std::size_t o, std::uint16_t id, std::size_t next) { u32(o, id | (1u << 16) | (static_cast<std::uint32_t>(next) << 20)); }
+    void ext(std::size_t o, std::uint16_t id, std::size_t next) {
+        u32(o, id | (1u << 16) | (static_cast<std::uint32_t>(next) << 20));
+    }
 };
 
 // A PCIe endpoint: vendor 10de, class 030200, PCIe capability at 0x40 (link Gen4 x16 capable,
@@ -36,7 +37,7 @@ Cfg endpoint() {
     c.u8(0x34, 0x40);
     c.u8(0x40, 0x10);
     c.u8(0x41, 0x60);
-    c.u16(0x42, 0x0002);                // v2, endpoint
+    c.u16(0x42, 0x0002);                 // v2, endpoint
     c.u32(0x40 + 0x0c, 4 | (16u << 4));  // Gen4 x16
     c.u16(0x40 + 0x12, 3 | (8u << 4));   // Gen3 x8
     c.u8(0x60, 0x05);
@@ -51,7 +52,7 @@ Cfg endpoint() {
     c.u16(0x160 + 0x1a, 0x20b1);
     c.ext(0x1a0, 0x0015, 0);
     c.u32(0x1a4, (1u << 10) | (1u << 14) | (1u << 20));  // 64 MiB, 1 GiB, 64 GiB
-    c.u32(0x1a8, 1u | (1u << 5) | (8u << 8));              // BAR1, one entry, 256 MiB now
+    c.u32(0x1a8, 1u | (1u << 5) | (8u << 8));            // BAR1, one entry, 256 MiB now
     return c;
 }
 
@@ -90,8 +91,8 @@ TEST_CASE("endpoint config space decodes IDs, link, ACS, SR-IOV and resizable BA
     REQUIRE(info.rebar.size() == 1);
     CHECK(info.rebar[0].bar == 1);
     CHECK(info.rebar[0].current_size == (std::uint64_t{256} << 20));
-    CHECK(info.rebar[0].supported_sizes == std::vector<std::uint64_t>{std::uint64_t{64} << 20, std::uint64_t{1} << 30,
-                                                                       std::uint64_t{64} << 30});
+    CHECK(info.rebar[0].supported_sizes ==
+          std::vector<std::uint64_t>{std::uint64_t{64} << 20, std::uint64_t{1} << 30, std::uint64_t{64} << 30});
 }
 
 TEST_CASE("unprivileged 64-byte config space: IDs only, capabilities unknown, no warning storm", "[pci][config]") {
@@ -144,7 +145,8 @@ TEST_CASE("a capability pointer into the header or a self-loop is refused", "[pc
     CHECK(info.warnings.size() == 1);
 }
 
-TEST_CASE("extended capability lists that loop, leave the space or run past the bytes end cleanly", "[pci][config][bad-input]") {
+TEST_CASE("extended capability lists that loop, leave the space or run past the bytes end cleanly",
+          "[pci][config][bad-input]") {
     auto c = endpoint();
     c.ext(0x1a0, 0x0015, 0x100);  // back to the start
     auto info = parse_config(c.b);

@@ -1,8 +1,7 @@
 // Replays fuzz/corpus through the fuzz target (fuzz/fuzz_config.cpp): every input that once mattered
 // to the capability walker stays a regression test. The target aborts on any broken invariant.
-#include <catch2/catch_test_macros.hpp>
-
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <string>

@@ -1,9 +1,8 @@
 // Replays fuzz/corpus-snapshot through the snapshot fuzz target (fuzz/fuzz_snapshot.cpp): parser,
 // topology reader and verdicts over inputs that once found new paths. The target aborts on any
 // broken invariant (a parent loop, a host bridge index out of range).
-#include <catch2/catch_test_macros.hpp>
-
 #include <algorithm>
+#include <catch2/catch_test_macros.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <vector>

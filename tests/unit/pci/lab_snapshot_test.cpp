@@ -56,7 +56,9 @@ TEST_CASE("lab numa preset: host bridges carry their NUMA nodes", "[pci][lab-fix
     auto src = open_source(PCI_FIXTURES "/lab-numa.snapshot");
     auto t = read_topology(*src);
     CHECK(t.numa_nodes == 2);
-    auto node = [&](const char* bdf) { return t.host_bridges[t.devices[*t.find(Bdf::parse(bdf))].host_bridge].numa_node; };
+    auto node = [&](const char* bdf) {
+        return t.host_bridges[t.devices[*t.find(Bdf::parse(bdf))].host_bridge].numa_node;
+    };
     CHECK(node("0000:21:00.0") == 0);
     CHECK(node("0000:41:00.0") == 0);
     CHECK(node("0000:81:00.0") == 1);

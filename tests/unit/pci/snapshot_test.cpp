@@ -1,10 +1,10 @@
 // Snapshot format: round trip, recording, and files that are not (complete) snapshots.
-#include <catch2/catch_test_macros.hpp>
+#include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "core/file.hpp"
@@ -99,7 +99,8 @@ TEST_CASE("malformed snapshots are refused with the file and line", "[pci][snaps
     CHECK(error_of("").find("line 1") != std::string::npos);
     CHECK(error_of("PK\x03\x04 zip").find("does not start with") != std::string::npos);
     CHECK(error_of("bardrive-topo-snapshot 1\ntext /sys/x 1\nabc\n").find("truncated") != std::string::npos);
-    CHECK(error_of("bardrive-topo-snapshot 1\ntext /sys/x 5\nabc\nend\n").find("runs past the end") != std::string::npos);
+    CHECK(error_of("bardrive-topo-snapshot 1\ntext /sys/x 5\nabc\nend\n").find("runs past the end") !=
+          std::string::npos);
     CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 4\n0011zz22\nend\n").find("hex") != std::string::npos);
     CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 2\n001122\nend\n").find("line 3") != std::string::npos);
     CHECK(error_of("bardrive-topo-snapshot 1\nbytes /sys/x 99999999999\nend\n").find("bad count") != std::string::npos);

@@ -1,9 +1,10 @@
 // Topology building and P2P classification over captured snapshots: the hand-built dual-socket server
 // pair by pair, real servers' hwloc XML from ../shared/topologies, and inputs that lie.
-#include <catch2/catch_test_macros.hpp>
+#include "pci/topology.hpp"
 
 #include <sys/stat.h>
 
+#include <catch2/catch_test_macros.hpp>
 #include <map>
 #include <sstream>
 #include <string>
@@ -11,7 +12,6 @@
 #include "core/error.hpp"
 #include "core/file.hpp"
 #include "pci/p2p.hpp"
-#include "pci/topology.hpp"
 
 using namespace bardrive;
 using namespace bardrive::pci;
@@ -114,16 +114,16 @@ TEST_CASE("dual-socket fixture: path classes pair by pair", "[pci][p2p]") {
     auto t = dual_socket();
     const std::map<std::pair<std::string, std::string>, std::string> expected = {
         {{"0000:1a:00.0", "0000:1a:00.0"}, "X"},
-        {{"0000:1a:00.0", "0000:1b:00.0"}, "PIX"},   // two ports of one switch
+        {{"0000:1a:00.0", "0000:1b:00.0"}, "PIX"},  // two ports of one switch
         {{"0000:1a:00.0", "0000:1c:00.0"}, "PIX"},
-        {{"0000:1c:00.0", "0000:1c:00.1"}, "PIX"},   // two functions below one port
-        {{"0000:1c:00.0", "0000:1c:00.2"}, "PIX"},   // PF and its VF
-        {{"0000:1a:00.0", "0000:1f:00.0"}, "PXB"},   // through a second, nested switch
+        {{"0000:1c:00.0", "0000:1c:00.1"}, "PIX"},  // two functions below one port
+        {{"0000:1c:00.0", "0000:1c:00.2"}, "PIX"},  // PF and its VF
+        {{"0000:1a:00.0", "0000:1f:00.0"}, "PXB"},  // through a second, nested switch
         {{"0000:1c:00.1", "0000:1f:00.0"}, "PXB"},
         {{"0000:1a:00.0", "0000:3b:00.0"}, "NODE"},  // two host bridges of socket 0
         {{"0000:1f:00.0", "0000:3b:00.0"}, "NODE"},
-        {{"0000:af:00.0", "0000:b0:00.0"}, "PHB"},   // two root ports of one host bridge
-        {{"0000:1a:00.0", "0000:af:00.0"}, "SYS"},   // socket 0 to socket 1
+        {{"0000:af:00.0", "0000:b0:00.0"}, "PHB"},  // two root ports of one host bridge
+        {{"0000:1a:00.0", "0000:af:00.0"}, "SYS"},  // socket 0 to socket 1
         {{"0000:3b:00.0", "0000:b0:00.0"}, "SYS"},
     };
     for (const auto& [pair, want] : expected) {
@@ -154,7 +154,8 @@ TEST_CASE("dual-socket fixture: P2P verdicts and their reasons", "[pci][p2p]") {
     CHECK(r.verdict == Verdict::supported);
     CHECK(has_reason(r, E::note, "ACS redirect/egress control enabled on 0000:19:08.0 (RR CR)"));
     CHECK(has_reason(r, E::ok, "on Linux's p2pdma allowlist (Intel Skylake-E host bridge 8086:2030)"));
-    CHECK(has_reason(r, E::action, "IOMMU group 22 (2 functions) is not viable for VFIO until 0000:1c:00.1 (mlx5_core)"));
+    CHECK(
+        has_reason(r, E::action, "IOMMU group 22 (2 functions) is not viable for VFIO until 0000:1c:00.1 (mlx5_core)"));
 
     r = judge("0000:1a:00.0", "0000:1f:00.0");  // GPU0 -> NVMe0: a port whose ACS could not be read
     INFO(dump(r));
@@ -190,8 +191,9 @@ TEST_CASE("default matrix devices: GPUs, NICs, NVMe; --all adds every endpoint",
     auto def = p2p_candidates(t, false);
     std::vector<std::string> got;
     for (auto i : def) got.push_back(t.devices[i].bdf.str());
-    CHECK(got == std::vector<std::string>{"0000:1a:00.0", "0000:1b:00.0", "0000:1c:00.0", "0000:1c:00.1", "0000:1c:00.2",
-                                          "0000:1f:00.0", "0000:3b:00.0", "0000:af:00.0", "0000:b0:00.0"});
+    CHECK(got == std::vector<std::string>{"0000:1a:00.0", "0000:1b:00.0", "0000:1c:00.0", "0000:1c:00.1",
+                                          "0000:1c:00.2", "0000:1f:00.0", "0000:3b:00.0", "0000:af:00.0",
+                                          "0000:b0:00.0"});
     CHECK(p2p_candidates(t, true).size() == def.size() + 2);  // + host bridge 00:00.0 and b1:00.0
 }
 
@@ -284,7 +286,8 @@ TEST_CASE("sysfs input that lies: missing files, loops, unknown classes", "[pci]
     CHECK(all_warnings.find("loops") != std::string::npos);
     CHECK(all_warnings.find("does not end in pciDDDD:BB") != std::string::npos);
     CHECK(all_warnings.find("unknown class code 0x7a0000") != std::string::npos);
-    CHECK(all_warnings.find("/sys/bus/pci/devices/0000:03:00.0/resource line 1: cannot parse 'banana'") != std::string::npos);
+    CHECK(all_warnings.find("/sys/bus/pci/devices/0000:03:00.0/resource line 1: cannot parse 'banana'") !=
+          std::string::npos);
     CHECK(all_warnings.find("numa_node: cannot parse 'lots'") != std::string::npos);
     CHECK(all_warnings.find("config space truncated: 8 bytes") != std::string::npos);
     CHECK(all_warnings.find("/sys/bus/pci/devices/0000:01:00.0/config: not readable") != std::string::npos);
@@ -382,18 +385,21 @@ std::map<std::string, std::vector<std::string>> topo_m(const std::string& file) 
                 header.push_back(w);
             }
         } else if (!header.empty() && device_label(tok[0]) && tok.size() > header.size())
-            rows[tok[0]] = std::vector<std::string>(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(header.size()));
+            rows[tok[0]] =
+                std::vector<std::string>(tok.begin() + 1, tok.begin() + 1 + static_cast<std::ptrdiff_t>(header.size()));
     }
     return rows;
 }
 
 // Compares every cell of topo -m with bardrive's class for the same two functions.
-void compare_with_topo_m(const Topology& t, const std::string& oracle, const std::vector<std::pair<std::string, const char*>>& labels) {
+void compare_with_topo_m(const Topology& t, const std::string& oracle,
+                         const std::vector<std::pair<std::string, const char*>>& labels) {
     auto rows = topo_m(oracle);
     REQUIRE(rows.size() == labels.size());
     for (std::size_t r = 0; r < labels.size(); ++r)
         for (std::size_t c = 0; c < labels.size(); ++c) {
-            INFO(labels[r].first << " (" << labels[r].second << ") vs " << labels[c].first << " (" << labels[c].second << ")");
+            INFO(labels[r].first << " (" << labels[r].second << ") vs " << labels[c].first << " (" << labels[c].second
+                                 << ")");
             CHECK(cls(t, labels[r].second, labels[c].second) == rows[labels[r].first][c]);
         }
 }
@@ -411,8 +417,9 @@ TEST_CASE("lspci -tv of a one-socket Threadripper: classes equal its nvidia-smi 
     CHECK(t.devices[idx(t, "0000:02:04.0")].role == Role::switch_downstream);
     CHECK(cls(t, "0000:05:00.0", "0000:06:00.0") == "PIX");  // NVMe drives below one leaf switch
     CHECK(cls(t, "0000:05:00.0", "0000:0b:00.0") == "PXB");  // and below two
-    compare_with_topo_m(t, dir + "/topo-m.txt",
-                        {{"GPU0", "0000:c1:00.0"}, {"GPU1", "0000:c2:00.0"}, {"NIC0", "0000:21:00.0"}, {"NIC1", "0000:21:00.1"}});
+    compare_with_topo_m(
+        t, dir + "/topo-m.txt",
+        {{"GPU0", "0000:c1:00.0"}, {"GPU1", "0000:c2:00.0"}, {"NIC0", "0000:21:00.0"}, {"NIC1", "0000:21:00.1"}});
 }
 
 TEST_CASE("lspci -tv of a two-socket Genoa: classes equal its nvidia-smi topo -m", "[pci][lspci-tv]") {
@@ -424,13 +431,21 @@ TEST_CASE("lspci -tv of a two-socket Genoa: classes equal its nvidia-smi topo -m
     for (auto& h : t.host_bridges) h.numa_node = h.bus < 0x80 ? 0 : 1;
     CHECK(t.host_bridges.size() == 8);
     compare_with_topo_m(t, dir + "/topo-m.txt",
-                        {{"GPU0", "0000:01:00.0"}, {"GPU1", "0000:41:00.0"}, {"GPU2", "0000:c1:00.0"}, {"GPU3", "0000:e1:00.0"},
-                         {"NIC0", "0000:21:00.0"}, {"NIC1", "0000:21:00.1"}, {"NIC2", "0000:81:00.0"}, {"NIC3", "0000:81:00.1"}});
+                        {{"GPU0", "0000:01:00.0"},
+                         {"GPU1", "0000:41:00.0"},
+                         {"GPU2", "0000:c1:00.0"},
+                         {"GPU3", "0000:e1:00.0"},
+                         {"NIC0", "0000:21:00.0"},
+                         {"NIC1", "0000:21:00.1"},
+                         {"NIC2", "0000:81:00.0"},
+                         {"NIC3", "0000:81:00.1"}});
 }
 
 TEST_CASE("lspci -tv text that is not a tree warns or is refused", "[pci][lspci-tv][bad-input]") {
     CHECK_THROWS_AS(read_lspci_tree("hello world\n", "junk"), Error);
-    auto t = read_lspci_tree("-[0000:00]-+-00.0  Host\n            +-zz.0  Bad\n           \\-01.0-[01]----00.0  Dev\n     +-05.0 orphan\n", "odd");
+    auto t = read_lspci_tree(
+        "-[0000:00]-+-00.0  Host\n            +-zz.0  Bad\n           \\-01.0-[01]----00.0  Dev\n     +-05.0 orphan\n",
+        "odd");
     CHECK(t.devices.size() >= 3);
     std::string w;
     for (const auto& x : t.warnings) w += x + "\n";
