@@ -147,8 +147,6 @@ public:
         return x;
     }
 
-    const PagerView& view() const { return view_; }
-
 private:
     PagerView view_;
     DeviceMover mover_;

@@ -29,7 +29,6 @@ public:
 
     const PagerView& view() const noexcept { return view_; }
     const CopyRingView& ring() const noexcept { return ring_; }
-    Engine engine() const noexcept { return engine_; }
 
     // Writes dirty frames back to host memory (a kernel) and waits; no kernel may use the pager.
     void flush();

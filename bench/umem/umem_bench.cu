@@ -209,10 +209,9 @@ void record(Row r) {
 }
 
 std::string stats_note(const Stats& s) {
-    return log::concat("hits ", s[c_hits], " faults ", s[c_faults], " fills ", s[c_fills], " prefetch ",
-                       s[c_prefetches], " read-through ", s[c_read_through], " waits ", s[c_waits], " evict ",
-                       s[c_evictions], " wb ", s[c_writebacks], " exhausted ", s[c_exhausted], " in ",
-                       s[c_bytes_in] >> 20, " MiB used ", s.bytes_used >> 20, " MiB");
+    std::string out;
+    for (unsigned c = 0; c < c_count_; ++c) out += log::concat(name(static_cast<Counter>(c)), " ", s.value[c], " ");
+    return out + log::concat("used_MiB ", s.bytes_used >> 20);
 }
 
 // ---- the bench -------------------------------------------------------------------------------

@@ -95,6 +95,31 @@ TEST_CASE("a fault fills a frame, the next access hits it") {
     CHECK(s.bytes_used == kPage);
 }
 
+TEST_CASE("2 MiB pages: faults, eviction and write-back move whole large pages") {
+    constexpr std::uint64_t big = 2u << 20;
+    std::vector<std::uint64_t> d(4 * big / 8);
+    for (std::uint64_t i = 0; i < d.size(); ++i) d[i] = i;
+    Config c;
+    c.bytes = 4 * big;
+    c.page_size = big;
+    c.frames = 2;
+    HostPager p(c, bytes(d));
+    for (std::uint64_t pg = 0; pg < 4; ++pg) {
+        auto a = p.access(pg, true);
+        REQUIRE(a.bytes() == big);
+        CHECK(word(a, big / 8 - 1) == (pg + 1) * big / 8 - 1);
+        std::uint64_t v = 42 + pg;
+        std::memcpy(a.data(), &v, 8);
+    }
+    p.flush();
+    for (std::uint64_t pg = 0; pg < 4; ++pg) CHECK(d[pg * big / 8] == 42 + pg);
+    Stats s = p.stats();
+    CHECK(s[c_evictions] == 2);
+    CHECK(s[c_bytes_in] == 4 * big);
+    CHECK(s[c_bytes_out] == 4 * big);
+    CHECK(s.bytes_used == 2 * big);
+}
+
 TEST_CASE("the last partial page moves only its bytes") {
     std::vector<std::uint64_t> d = numbered(3);
     Config c = config(3, 3);
