@@ -34,7 +34,8 @@ public:
         if (it == values_.end()) return fallback;
         char* end = nullptr;
         unsigned long v = std::strtoul(it->second.c_str(), &end, 0);
-        if (it->second.empty() || *end) throw Error("parse arguments", "--" + k, "not a number: '" + it->second + "'", usage_);
+        if (it->second.empty() || *end)
+            throw Error("parse arguments", "--" + k, "not a number: '" + it->second + "'", usage_);
         return v;
     }
     // A device address: --k BDF, else the n-th word of the lab variable `lab_var`, else an error.

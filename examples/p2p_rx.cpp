@@ -55,10 +55,9 @@ int main(int argc, char** argv) try {
     }
     nic::Igb a(tx_dev, iovas, host_pool);
     nic::Igb b(rx_dev, iovas, win_pool, rx_opt);
-    std::printf("p2p-rx: %s (%s) -> %s (%s), RX buffers in %s BAR%lu at IOVA 0x%llx (%zu MiB)\n",
-                tx_bdf.str().c_str(), a.mac().str().c_str(), rx_bdf.str().c_str(), b.mac().str().c_str(),
-                win_bdf.str().c_str(), opt.num("bar", 2), static_cast<unsigned long long>(window.iova()),
-                window.size() >> 20);
+    std::printf("p2p-rx: %s (%s) -> %s (%s), RX buffers in %s BAR%lu at IOVA 0x%llx (%zu MiB)\n", tx_bdf.str().c_str(),
+                a.mac().str().c_str(), rx_bdf.str().c_str(), b.mac().str().c_str(), win_bdf.str().c_str(),
+                opt.num("bar", 2), static_cast<unsigned long long>(window.iova()), window.size() >> 20);
 
     std::vector<nic::Packet> held;  // received frames stay in their window buffers until checked
     held.reserve(count);
@@ -103,15 +102,16 @@ int main(int argc, char** argv) try {
         if (image.size() < off + size) image.resize(off + size, 0);
         nic::write_test_frame(image.data() + off, size, b.mac(), a.mac(), i);
     }
-    std::printf("p2p-rx: %lu frames byte-exact in the window, in order; driver: rx %llu, dropped %llu; device: "
-                "tx %llu, rx %llu\n",
-                static_cast<unsigned long>(good), static_cast<unsigned long long>(b.rx_stats(0).packets),
-                static_cast<unsigned long long>(b.rx_stats(0).bad_length + b.rx_stats(0).chained +
-                                                b.rx_stats(0).frame_errors),
-                static_cast<unsigned long long>(a.device_stats().tx_packets),
-                static_cast<unsigned long long>(b.device_stats().rx_packets));
+    std::printf(
+        "p2p-rx: %lu frames byte-exact in the window, in order; driver: rx %llu, dropped %llu; device: "
+        "tx %llu, rx %llu\n",
+        static_cast<unsigned long>(good), static_cast<unsigned long long>(b.rx_stats(0).packets),
+        static_cast<unsigned long long>(b.rx_stats(0).bad_length + b.rx_stats(0).chained + b.rx_stats(0).frame_errors),
+        static_cast<unsigned long long>(a.device_stats().tx_packets),
+        static_cast<unsigned long long>(b.device_stats().rx_packets));
     if (opt.has("expect-dir")) {
-        std::string path = opt.str("expect-dir", ".") + "/expect-window0@" + std::to_string(window.bar_offset()) + ".bin";
+        std::string path =
+            opt.str("expect-dir", ".") + "/expect-window0@" + std::to_string(window.bar_offset()) + ".bin";
         std::ofstream f(path, std::ios::binary);
         f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
         if (!f.good()) throw Error("write", path, "could not write the expected window image");

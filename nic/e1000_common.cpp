@@ -28,8 +28,8 @@ void reset(const vfio::Mmio& regs, const std::string& who, bool extended) {
 }
 
 void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg, std::uint16_t value) {
-    regs.write32(r::MDIC, value | reg << r::mdic::REG_SHIFT | r::mdic::INTERNAL_PHY << r::mdic::PHY_SHIFT |
-                              r::mdic::OP_WRITE);
+    regs.write32(r::MDIC,
+                 value | reg << r::mdic::REG_SHIFT | r::mdic::INTERNAL_PHY << r::mdic::PHY_SHIFT | r::mdic::OP_WRITE);
     std::uint32_t m = 0;
     if (!poll_until([&] { return ((m = regs.read32(r::MDIC)) & r::mdic::READY) != 0; }, 100ms) ||
         (m & r::mdic::ERROR)) {
@@ -43,8 +43,8 @@ void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg
 // Copper link set-up: set link up, restart auto-negotiation in the PHY, wait for STATUS.LU.
 void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loopback, int timeout_ms) {
     regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::SLU);
-    std::uint16_t bmcr = r::phy::BMCR_AUTONEG | r::phy::BMCR_ANRESTART | r::phy::BMCR_SPEED1000 |
-                         r::phy::BMCR_FULL_DUPLEX;
+    std::uint16_t bmcr =
+        r::phy::BMCR_AUTONEG | r::phy::BMCR_ANRESTART | r::phy::BMCR_SPEED1000 | r::phy::BMCR_FULL_DUPLEX;
     if (loopback == Loopback::phy) bmcr |= r::phy::BMCR_LOOPBACK;
     phy_write(regs, who, r::phy::BMCR, bmcr);
     if (!poll_until([&] { return link_up(regs); }, std::chrono::milliseconds(std::max(timeout_ms, 0)))) {
@@ -74,9 +74,12 @@ unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept {
     std::uint32_t s = regs.read32(r::STATUS);
     if (!(s & r::status::LU)) return 0;
     switch ((s & r::status::SPEED_MASK) >> r::status::SPEED_SHIFT) {
-        case 0: return 10;
-        case 1: return 100;
-        default: return 1000;
+        case 0:
+            return 10;
+        case 1:
+            return 100;
+        default:
+            return 1000;
     }
 }
 

@@ -18,7 +18,9 @@ constexpr std::uint32_t kBatch = 64;
 constexpr std::uint32_t kMaxFrame = 1514;
 constexpr std::uint32_t kBufSize = 2048;  // RCTL.BSIZE 00: 2048-byte receive buffers
 
-std::size_t rx_bytes(const E1000eOptions& o) { return (o.rx_ring * sizeof(e1000e::RxDesc) + kPage - 1) / kPage * kPage; }
+std::size_t rx_bytes(const E1000eOptions& o) {
+    return (o.rx_ring * sizeof(e1000e::RxDesc) + kPage - 1) / kPage * kPage;
+}
 
 // Checks the ring sizes before anything is allocated for them; the bytes both rings need.
 std::size_t ring_bytes(const E1000eOptions& o) {
@@ -89,7 +91,8 @@ void E1000e::init(const E1000eOptions& o, dma::IovaAllocator&) {
     bar0_.write32(e1000e::RDT, 0);
     bar0_.write32(e1000e::RFCTL, bar0_.read32(e1000e::RFCTL) | e1000e::RFCTL_EXTEN);
     refill();
-    if (rx_.posted() != o.rx_ring - 1) throw Error("fill rx ring", who, "the buffer pool ran dry while filling the ring");
+    if (rx_.posted() != o.rx_ring - 1)
+        throw Error("fill rx ring", who, "the buffer pool ran dry while filling the ring");
     std::uint32_t rctl = igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC;
     if (o.promiscuous) rctl |= igb::rctl::UPE | igb::rctl::MPE;
     if (o.loopback == Loopback::mac) rctl |= igb::rctl::LBM_MAC;
@@ -105,7 +108,8 @@ void E1000e::init(const E1000eOptions& o, dma::IovaAllocator&) {
     bar0_.write32(e1000e::TDLEN, o.tx_ring * sizeof(e1000e::TxDesc));
     bar0_.write32(e1000e::TDH, 0);
     bar0_.write32(e1000e::TDT, 0);
-    bar0_.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
+    bar0_.write32(igb::TCTL,
+                  igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
     log::info("e1000e ", who, ": up, MAC ", mac_.str());
 }
 
@@ -114,7 +118,8 @@ void E1000e::refill() noexcept {
     while (rx_.free_slots() != 0) {
         std::uint32_t want = std::min(rx_.free_slots(), kBatch), k = 0;
         dma::BufferPool::Buffer b;
-        while (k < want && pool_->alloc(b)) bufs[k++] = Packet{reinterpret_cast<std::uint8_t*>(b.data), b.iova, 0, b.index, pool_};
+        while (k < want && pool_->alloc(b))
+            bufs[k++] = Packet{reinterpret_cast<std::uint8_t*>(b.data), b.iova, 0, b.index, pool_};
         rx_.post(std::span(bufs, k));
         if (k < want) break;
     }

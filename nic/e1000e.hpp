@@ -31,7 +31,8 @@ struct E1000eOptions {
 // DD bit (the 82574 has no head write-back). Destruction resets the device before the rings go.
 class E1000e {
 public:
-    E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const E1000eOptions& options = {});
+    E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool,
+           const E1000eOptions& options = {});
     ~E1000e();
     E1000e(const E1000e&) = delete;
     E1000e& operator=(const E1000e&) = delete;

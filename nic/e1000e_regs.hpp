@@ -24,7 +24,7 @@ inline constexpr Reg TDBAH = 0x3804;
 inline constexpr Reg TDLEN = 0x3808;
 inline constexpr Reg TDH = 0x3810;
 inline constexpr Reg TDT = 0x3818;
-inline constexpr Reg RFCTL = 0x5008;  // receive filter control
+inline constexpr Reg RFCTL = 0x5008;                    // receive filter control
 inline constexpr std::uint32_t RFCTL_EXTEN = 1u << 15;  // extended receive descriptors
 
 inline constexpr std::uint16_t DEVICE_82574L = 0x10D3;

@@ -96,8 +96,8 @@ Igb::~Igb() { stop(); }
 void Igb::check_identity() const {
     std::uint16_t vendor = dev_->config_read16(0x00);
     std::uint16_t id = dev_->config_read16(0x02);
-    if (vendor != igb::VENDOR_INTEL || std::find(std::begin(kSupportedDevices), std::end(kSupportedDevices), id) ==
-                                            std::end(kSupportedDevices)) {
+    if (vendor != igb::VENDOR_INTEL ||
+        std::find(std::begin(kSupportedDevices), std::end(kSupportedDevices), id) == std::end(kSupportedDevices)) {
         char ids[16];
         std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
         throw Error("open igb", dev_->bdf().str(), log::concat("device ", ids, " is not an Intel 82576"),
@@ -113,7 +113,8 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
         bar0_.write32(igb::RAL(i), 0);
         bar0_.write32(igb::RAH(i), 0);
     }
-    std::uint32_t kib = static_cast<std::uint32_t>(std::min<std::size_t>(pool.buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
+    std::uint32_t kib =
+        static_cast<std::uint32_t>(std::min<std::size_t>(pool.buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     rx_.reserve(o.rx_queues);
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
@@ -184,22 +185,24 @@ void Igb::setup_tx(const IgbOptions& o) {
         bar0_.write32(igb::TDT(q), 0);
         bar0_.write32(igb::TDWBAL(q), static_cast<std::uint32_t>(head_iova) | igb::TDWBAL_HEAD_WB_EN);
         bar0_.write32(igb::TDWBAH(q), static_cast<std::uint32_t>(head_iova >> 32));
-        bar0_.write32(igb::TXDCTL(q), igb::rxdctl::ENABLE | 8u << igb::rxdctl::PTHRESH_SHIFT |
-                                          1u << igb::rxdctl::HTHRESH_SHIFT);
+        bar0_.write32(igb::TXDCTL(q),
+                      igb::rxdctl::ENABLE | 8u << igb::rxdctl::PTHRESH_SHIFT | 1u << igb::rxdctl::HTHRESH_SHIFT);
         if (!poll_until([&] { return (bar0_.read32(igb::TXDCTL(q)) & igb::rxdctl::ENABLE) != 0; }, 10ms)) {
             throw Error("enable tx queue", dev_->bdf().str(), log::concat("TXDCTL", q, ".ENABLE did not stick"));
         }
     }
-    bar0_.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
+    bar0_.write32(igb::TCTL,
+                  igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
 }
 
 // 7.3 (interrupts), MSI-X mode: RX queue q -> EICR bit q -> MSI-X vector q -> eventfd q.
 void Igb::setup_interrupts(const IgbOptions& o) {
     vfio::IrqInfo info = dev_->irq_info(vfio::IrqType::msix);
     if (info.count < o.rx_queues) {
-        throw Error("enable interrupts", dev_->bdf().str(),
-                    log::concat("the device offers ", info.count, " MSI-X vectors, ", o.rx_queues, " RX queues need one each"),
-                    "use fewer queues or polling mode");
+        throw Error(
+            "enable interrupts", dev_->bdf().str(),
+            log::concat("the device offers ", info.count, " MSI-X vectors, ", o.rx_queues, " RX queues need one each"),
+            "use fewer queues or polling mode");
     }
     dev_->enable_irqs(vfio::IrqType::msix, o.rx_queues);
     bar0_.write32(igb::GPIE, igb::gpie::MSIX_MODE | igb::gpie::PBA | igb::gpie::NSICR);

@@ -25,7 +25,7 @@ struct IgbOptions {
     std::uint32_t tx_ring = 512;
     bool promiscuous = false;  // accept every unicast and multicast frame
     Loopback loopback = Loopback::none;
-    bool interrupts = false;   // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
+    bool interrupts = false;     // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
     // RX rings start empty and are never refilled from the pool: the caller posts its own buffers
     // (exact destinations, e.g. the loopback copy engine) with rx_post().

@@ -32,9 +32,9 @@ static_assert(offsetof(AdvRxDesc::Writeback, length) == 12, "7.1.5: PKT_LEN at b
 static_assert(offsetof(AdvRxDesc::Writeback, vlan) == 14);
 
 namespace rxd {
-inline constexpr std::uint32_t DD = 1u << 0;   // descriptor done
-inline constexpr std::uint32_t EOP = 1u << 1;  // end of packet
-inline constexpr std::uint32_t VP = 1u << 3;   // VLAN tag stripped into .vlan
+inline constexpr std::uint32_t DD = 1u << 0;        // descriptor done
+inline constexpr std::uint32_t EOP = 1u << 1;       // end of packet
+inline constexpr std::uint32_t VP = 1u << 3;        // VLAN tag stripped into .vlan
 inline constexpr std::uint32_t ERR_L4E = 1u << 29;  // TCP/UDP checksum error
 inline constexpr std::uint32_t ERR_IPE = 1u << 30;  // IPv4 checksum error
 inline constexpr std::uint32_t ERR_RXE = 1u << 31;  // frame error (CRC, symbol, ...): the frame is bad
@@ -61,12 +61,12 @@ static_assert(offsetof(AdvTxDesc::Writeback, status) == 12);
 
 namespace txd {
 inline constexpr std::uint32_t DTALEN_MASK = 0xffff;
-inline constexpr std::uint32_t DTYP_DATA = 0x3u << 20;  // advanced data descriptor
+inline constexpr std::uint32_t DTYP_DATA = 0x3u << 20;         // advanced data descriptor
 inline constexpr std::uint32_t DTYP_E1000E_DATA = 0x1u << 20;  // 82574 extended data descriptor (its 7.2.3)
-inline constexpr std::uint32_t CMD_EOP = 1u << 24;      // last descriptor of the frame
-inline constexpr std::uint32_t CMD_IFCS = 1u << 25;     // append the Ethernet CRC
-inline constexpr std::uint32_t CMD_RS = 1u << 27;       // report status (head write-back)
-inline constexpr std::uint32_t CMD_DEXT = 1u << 29;     // advanced format
+inline constexpr std::uint32_t CMD_EOP = 1u << 24;             // last descriptor of the frame
+inline constexpr std::uint32_t CMD_IFCS = 1u << 25;            // append the Ethernet CRC
+inline constexpr std::uint32_t CMD_RS = 1u << 27;              // report status (head write-back)
+inline constexpr std::uint32_t CMD_DEXT = 1u << 29;            // advanced format
 inline constexpr std::uint32_t PAYLEN_SHIFT = 14;
 inline constexpr std::uint32_t STA_DD = 1u << 0;
 }  // namespace txd

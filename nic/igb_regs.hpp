@@ -16,11 +16,11 @@ inline constexpr Reg CTRL_EXT = 0x0018;  // 8.2.3 Extended Device Control
 inline constexpr Reg MDIC = 0x0020;      // 8.2.4 MDI Control (PHY register access)
 
 namespace ctrl {
-inline constexpr std::uint32_t FD = 1u << 0;              // full duplex
+inline constexpr std::uint32_t FD = 1u << 0;  // full duplex
 inline constexpr std::uint32_t GIO_MASTER_DISABLE = 1u << 2;
-inline constexpr std::uint32_t SLU = 1u << 6;             // set link up
-inline constexpr std::uint32_t RST = 1u << 26;            // device reset, self-clearing
-inline constexpr std::uint32_t VME = 1u << 30;            // VLAN mode
+inline constexpr std::uint32_t SLU = 1u << 6;   // set link up
+inline constexpr std::uint32_t RST = 1u << 26;  // device reset, self-clearing
+inline constexpr std::uint32_t VME = 1u << 30;  // VLAN mode
 }  // namespace ctrl
 
 namespace status {
@@ -58,26 +58,26 @@ inline constexpr std::uint16_t BMCR_LOOPBACK = 1u << 14;
 }  // namespace phy
 
 // --- 8.8 Interrupt registers -----------------------------------------------------------------
-inline constexpr Reg ICR = 0x00C0;   // interrupt cause read (clear on read)
-inline constexpr Reg ICS = 0x00C8;   // interrupt cause set
-inline constexpr Reg IMS = 0x00D0;   // interrupt mask set/read
-inline constexpr Reg IMC = 0x00D8;   // interrupt mask clear
-inline constexpr Reg GPIE = 0x1514;  // general purpose interrupt enable
-inline constexpr Reg EICS = 0x1520;  // extended interrupt cause set
-inline constexpr Reg EIMS = 0x1524;  // extended interrupt mask set/read
-inline constexpr Reg EIMC = 0x1528;  // extended interrupt mask clear
-inline constexpr Reg EIAC = 0x152C;  // extended interrupt auto clear
-inline constexpr Reg EIAM = 0x1530;  // extended interrupt auto mask
-inline constexpr Reg EICR = 0x1580;  // extended interrupt cause read
+inline constexpr Reg ICR = 0x00C0;                                   // interrupt cause read (clear on read)
+inline constexpr Reg ICS = 0x00C8;                                   // interrupt cause set
+inline constexpr Reg IMS = 0x00D0;                                   // interrupt mask set/read
+inline constexpr Reg IMC = 0x00D8;                                   // interrupt mask clear
+inline constexpr Reg GPIE = 0x1514;                                  // general purpose interrupt enable
+inline constexpr Reg EICS = 0x1520;                                  // extended interrupt cause set
+inline constexpr Reg EIMS = 0x1524;                                  // extended interrupt mask set/read
+inline constexpr Reg EIMC = 0x1528;                                  // extended interrupt mask clear
+inline constexpr Reg EIAC = 0x152C;                                  // extended interrupt auto clear
+inline constexpr Reg EIAM = 0x1530;                                  // extended interrupt auto mask
+inline constexpr Reg EICR = 0x1580;                                  // extended interrupt cause read
 constexpr Reg EITR(unsigned vector) { return 0x1680 + 4 * vector; }  // throttling per MSI-X vector
 constexpr Reg IVAR(unsigned n) { return 0x1700 + 4 * n; }            // queue -> vector allocation
-inline constexpr Reg IVAR_MISC = 0x1740;                               // "other causes" -> vector
+inline constexpr Reg IVAR_MISC = 0x1740;                             // "other causes" -> vector
 
 namespace gpie {
-inline constexpr std::uint32_t NSICR = 1u << 0;       // clear ICR on read regardless of IMS
-inline constexpr std::uint32_t MSIX_MODE = 1u << 4;   // one EICR bit per MSI-X vector
-inline constexpr std::uint32_t EIAME = 1u << 30;      // auto mask on MSI-X
-inline constexpr std::uint32_t PBA = 1u << 31;        // PBA support
+inline constexpr std::uint32_t NSICR = 1u << 0;      // clear ICR on read regardless of IMS
+inline constexpr std::uint32_t MSIX_MODE = 1u << 4;  // one EICR bit per MSI-X vector
+inline constexpr std::uint32_t EIAME = 1u << 30;     // auto mask on MSI-X
+inline constexpr std::uint32_t PBA = 1u << 31;       // PBA support
 }  // namespace gpie
 
 inline constexpr std::uint32_t IVAR_VALID = 0x80;  // in each IVAR byte, with the vector in bits 4:0
@@ -89,10 +89,10 @@ constexpr unsigned ivar_rx_shift(unsigned queue) { return queue < 8 ? 0 : 16; }
 constexpr unsigned ivar_tx_shift(unsigned queue) { return queue < 8 ? 8 : 24; }
 
 // --- 8.10 Receive registers ------------------------------------------------------------------
-inline constexpr Reg RCTL = 0x0100;    // receive control
-inline constexpr Reg RXCSUM = 0x5000;  // receive checksum control
-inline constexpr Reg RLPML = 0x5004;   // long packet maximum length
-inline constexpr Reg MRQC = 0x5818;    // multiple receive queues command
+inline constexpr Reg RCTL = 0x0100;                         // receive control
+inline constexpr Reg RXCSUM = 0x5000;                       // receive checksum control
+inline constexpr Reg RLPML = 0x5004;                        // long packet maximum length
+inline constexpr Reg MRQC = 0x5818;                         // multiple receive queues command
 constexpr Reg MTA(unsigned n) { return 0x5200 + 4 * n; }    // multicast table array, 128 x 32 bits
 constexpr Reg RAL(unsigned n) { return 0x5400 + 8 * n; }    // receive address low
 constexpr Reg RAH(unsigned n) { return 0x5404 + 8 * n; }    // receive address high (+ AV bit)
@@ -109,29 +109,29 @@ constexpr Reg RDT(unsigned q) { return 0xC018 + 0x40 * q; }
 constexpr Reg RXDCTL(unsigned q) { return 0xC028 + 0x40 * q; }
 constexpr Reg RQDPC(unsigned q) { return 0xC030 + 0x40 * q; }  // per-queue drop count (clear on read)
 
-inline constexpr unsigned MAX_QUEUES = 8;        // the PF's usable queues without VMDq
+inline constexpr unsigned MAX_QUEUES = 8;  // the PF's usable queues without VMDq
 inline constexpr unsigned MTA_REGS = 128;
 inline constexpr unsigned RETA_ENTRIES = 128;
 inline constexpr unsigned RSSRK_REGS = 10;
 
 namespace rctl {
 inline constexpr std::uint32_t EN = 1u << 1;
-inline constexpr std::uint32_t SBP = 1u << 2;             // store bad packets
-inline constexpr std::uint32_t UPE = 1u << 3;             // unicast promiscuous
-inline constexpr std::uint32_t MPE = 1u << 4;             // multicast promiscuous
-inline constexpr std::uint32_t LPE = 1u << 5;             // long packets
-inline constexpr std::uint32_t LBM_MAC = 1u << 6;         // loopback mode 01: MAC loopback
+inline constexpr std::uint32_t SBP = 1u << 2;      // store bad packets
+inline constexpr std::uint32_t UPE = 1u << 3;      // unicast promiscuous
+inline constexpr std::uint32_t MPE = 1u << 4;      // multicast promiscuous
+inline constexpr std::uint32_t LPE = 1u << 5;      // long packets
+inline constexpr std::uint32_t LBM_MAC = 1u << 6;  // loopback mode 01: MAC loopback
 inline constexpr std::uint32_t LBM_MASK = 3u << 6;
-inline constexpr std::uint32_t MO_SHIFT = 12;             // multicast offset; 0 = bits 47:36
-inline constexpr std::uint32_t BAM = 1u << 15;            // accept broadcast
-inline constexpr std::uint32_t SECRC = 1u << 26;          // strip Ethernet CRC
+inline constexpr std::uint32_t MO_SHIFT = 12;     // multicast offset; 0 = bits 47:36
+inline constexpr std::uint32_t BAM = 1u << 15;    // accept broadcast
+inline constexpr std::uint32_t SECRC = 1u << 26;  // strip Ethernet CRC
 }  // namespace rctl
 
 namespace srrctl {
-inline constexpr std::uint32_t BSIZEPKT_SHIFT = 10;       // the field counts 1 KiB units, bits 6:0
+inline constexpr std::uint32_t BSIZEPKT_SHIFT = 10;  // the field counts 1 KiB units, bits 6:0
 inline constexpr std::uint32_t BSIZEPKT_MASK = 0x7f;
 inline constexpr std::uint32_t DESCTYPE_ADV_ONEBUF = 1u << 25;
-inline constexpr std::uint32_t DROP_EN = 1u << 31;        // drop when no descriptors instead of stalling
+inline constexpr std::uint32_t DROP_EN = 1u << 31;  // drop when no descriptors instead of stalling
 }  // namespace srrctl
 
 namespace rxdctl {  // same layout for TXDCTL
@@ -171,8 +171,8 @@ constexpr Reg TDWBAH(unsigned q) { return 0xE03C + 0x40 * q; }
 
 namespace tctl {
 inline constexpr std::uint32_t EN = 1u << 1;
-inline constexpr std::uint32_t PSP = 1u << 3;  // pad short packets
-inline constexpr std::uint32_t CT_SHIFT = 4;   // collision threshold
+inline constexpr std::uint32_t PSP = 1u << 3;    // pad short packets
+inline constexpr std::uint32_t CT_SHIFT = 4;     // collision threshold
 inline constexpr std::uint32_t COLD_SHIFT = 12;  // collision distance
 }  // namespace tctl
 

@@ -10,10 +10,10 @@ class BufferPool;
 namespace bardrive::nic {
 
 struct Packet {
-    std::uint8_t* data = nullptr;  // CPU address of the frame's first byte (host memory or a peer window)
-    std::uint64_t iova = 0;        // the same byte as the device sees it
-    std::uint32_t len = 0;         // frame length in bytes, Ethernet header included, CRC excluded
-    std::uint32_t buf = 0;         // index of the buffer in its pool
+    std::uint8_t* data = nullptr;     // CPU address of the frame's first byte (host memory or a peer window)
+    std::uint64_t iova = 0;           // the same byte as the device sees it
+    std::uint32_t len = 0;            // frame length in bytes, Ethernet header included, CRC excluded
+    std::uint32_t buf = 0;            // index of the buffer in its pool
     dma::BufferPool* pool = nullptr;  // where the buffer goes back when done (null: the caller's own memory)
 };
 

@@ -19,8 +19,9 @@ std::uint32_t load_acquire(const std::uint32_t& word) noexcept {
 void check_ring_size(std::uint32_t descriptors, const char* what) {
     bool pow2 = descriptors != 0 && (descriptors & (descriptors - 1)) == 0;
     if (!pow2 || descriptors < igb::RING_ALIGN_DESCS || descriptors > igb::RING_MAX_DESCS) {
-        throw Error("configure ring", what, log::concat(descriptors, " descriptors is not a power of two from ",
-                                                        igb::RING_ALIGN_DESCS, " to ", igb::RING_MAX_DESCS),
+        throw Error("configure ring", what,
+                    log::concat(descriptors, " descriptors is not a power of two from ", igb::RING_ALIGN_DESCS, " to ",
+                                igb::RING_MAX_DESCS),
                     "pick e.g. 512");
     }
 }

@@ -44,10 +44,12 @@ public:
     // True when the next descriptor to harvest is done (a frame, or a drop to count).
     bool has_work() const noexcept;
 
-    std::uint32_t tail() const noexcept { return tail_; }         // the value RDT should hold
+    std::uint32_t tail() const noexcept { return tail_; }  // the value RDT should hold
     std::uint32_t next_to_clean() const noexcept { return clean_; }
     std::uint32_t posted() const noexcept { return (tail_ - clean_) & mask_; }
-    std::uint32_t free_slots() const noexcept { return mask_ - posted(); }  // one slot stays empty: head == tail means empty
+    std::uint32_t free_slots() const noexcept {
+        return mask_ - posted();
+    }  // one slot stays empty: head == tail means empty
     std::uint32_t size() const noexcept { return mask_ + 1; }
     const RxRingCounters& counters() const noexcept { return counters_; }
 

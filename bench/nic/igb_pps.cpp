@@ -64,7 +64,8 @@ struct KernelPort {
     explicit KernelPort(const pci::Bdf& bdf) {
         std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
         if (!std::filesystem::exists(net))
-            throw Error("open kernel port", bdf.str(), "no network interface", "leave the NICs to the kernel's igb (--bind WINDOW)");
+            throw Error("open kernel port", bdf.str(), "no network interface",
+                        "leave the NICs to the kernel's igb (--bind WINDOW)");
         name = std::filesystem::directory_iterator(net)->path().filename();
         std::ofstream("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6") << "1";
         sock = UniqueFd(::socket(AF_PACKET, SOCK_RAW, htons(nic::TEST_ETHERTYPE)));
@@ -113,10 +114,12 @@ Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t
         return static_cast<bool>(f.flush());
     };
     const std::string dev = "/proc/net/pktgen/" + a.name;
-    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") || !put("/proc/net/pktgen/kpktgend_0", "add_device " + a.name))
+    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") ||
+        !put("/proc/net/pktgen/kpktgend_0", "add_device " + a.name))
         return r;
-    for (const std::string& c : std::vector<std::string>{"count " + std::to_string(count), "pkt_size " + std::to_string(len + 4),
-                                 "burst " + std::to_string(batch), "delay 0", "dst_mac " + b.mac.str(), "clone_skb 0"}) {
+    for (const std::string& c : std::vector<std::string>{
+             "count " + std::to_string(count), "pkt_size " + std::to_string(len + 4), "burst " + std::to_string(batch),
+             "delay 0", "dst_mac " + b.mac.str(), "clone_skb 0"}) {
         if (!put(dev, c)) return r;
     }
     const std::string rx_stat = "/sys/class/net/" + b.name + "/statistics/rx_packets";
@@ -184,8 +187,9 @@ int main(int argc, char** argv) try {
     std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 20000;
     auto nics = lab_nics();
     if (nics.size() < 2) {
-        std::fprintf(stderr, "igb-pps: needs two igb NICs on one wire: run it in the lab (lab/lab run basic --bind "
-                             "0000:03:00.0 -- igb-pps [FRAMES])\n");
+        std::fprintf(stderr,
+                     "igb-pps: needs two igb NICs on one wire: run it in the lab (lab/lab run basic --bind "
+                     "0000:03:00.0 -- igb-pps [FRAMES])\n");
         return 77;
     }
     // `igb-pps FRAMES cost SIZE BATCH`: bardrive alone on NICs already bound (--bind all), for
@@ -201,10 +205,11 @@ int main(int argc, char** argv) try {
         auto len = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 0));
         auto batch = static_cast<std::uint32_t>(std::strtoul(argv[4], nullptr, 0));
         Result r = run_bardrive(a, b, pool, len, std::min<std::uint32_t>(batch, kMaxBatch), count);
-        std::printf("igb-pps cost: %llu frames of %u bytes, batch %u: received %llu, rx doorbells %llu, tx doorbells %llu\n",
-                    static_cast<unsigned long long>(count), len, batch, static_cast<unsigned long long>(r.in_order),
-                    static_cast<unsigned long long>(b.rx_stats(0).doorbells),
-                    static_cast<unsigned long long>(a.tx_stats(0).doorbells));
+        std::printf(
+            "igb-pps cost: %llu frames of %u bytes, batch %u: received %llu, rx doorbells %llu, tx doorbells %llu\n",
+            static_cast<unsigned long long>(count), len, batch, static_cast<unsigned long long>(r.in_order),
+            static_cast<unsigned long long>(b.rx_stats(0).doorbells),
+            static_cast<unsigned long long>(a.tx_stats(0).doorbells));
         return r.in_order == count ? 0 : 1;
     }
     const std::uint32_t sizes[] = {60, 508, 1496};  // 64, 512 and 1500 bytes on the wire with the CRC
@@ -243,16 +248,17 @@ int main(int argc, char** argv) try {
 
     std::printf("igb-pps: %llu frames per run, NIC A %s -> NIC B %s (QEMU igb, one hub)\n",
                 static_cast<unsigned long long>(count), nics[0].str().c_str(), nics[1].str().c_str());
-    std::printf("| frame (wire) | batch | kernel igb + pktgen kpps | bardrive kpps | ratio | B received: kernel / bardrive "
-                "(in order) |\n");
+    std::printf(
+        "| frame (wire) | batch | kernel igb + pktgen kpps | bardrive kpps | ratio | B received: kernel / bardrive "
+        "(in order) |\n");
     std::printf("|---:|---:|---:|---:|---:|---|\n");
     bool ok = true;
     for (const auto& r : rows) {
         double ratio = r.pktgen.pps() > 0 ? r.bardrive.pps() / r.pktgen.pps() : 0;
-        std::printf("| %u | %u | %.1f | %.1f | %.2fx | %llu / %llu (%llu) |\n", r.size + 4, r.batch,
-                    r.pktgen.pps() / 1e3, r.bardrive.pps() / 1e3, ratio, static_cast<unsigned long long>(r.pktgen.received),
-                    static_cast<unsigned long long>(r.bardrive.received),
-                    static_cast<unsigned long long>(r.bardrive.in_order));
+        std::printf(
+            "| %u | %u | %.1f | %.1f | %.2fx | %llu / %llu (%llu) |\n", r.size + 4, r.batch, r.pktgen.pps() / 1e3,
+            r.bardrive.pps() / 1e3, ratio, static_cast<unsigned long long>(r.pktgen.received),
+            static_cast<unsigned long long>(r.bardrive.received), static_cast<unsigned long long>(r.bardrive.in_order));
         ok = ok && r.bardrive.received == count && r.bardrive.in_order == count;
     }
     return ok ? 0 : 1;

@@ -1,7 +1,6 @@
 // nic::E1000e against QEMU's 82574L model (lab preset `e1000e`, both NICs and the window bound):
 // frames byte-exact and counted over many ring laps, into the window, and in MAC loopback.
 #include <catch2/catch_test_macros.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -61,14 +60,20 @@ std::uint64_t exchange(E1000e& tx, E1000e& rx, dma::BufferPool& pool, std::uint6
             std::uint32_t len = 60 + static_cast<std::uint32_t>(sent * 37 % 1455);
             nic::write_test_frame(d, len, rx.mac(), tx.mac(), sent);
             Packet p{d, buf.iova, len, buf.index, &pool};
-            if (tx.tx_burst(std::span(&p, 1)) == 1) ++sent; else pool.free(buf.index);
+            if (tx.tx_burst(std::span(&p, 1)) == 1)
+                ++sent;
+            else
+                pool.free(buf.index);
         }
         Packet got[16];
         std::uint16_t n = rx.rx_burst(got);
         for (std::uint16_t i = 0; i < n; ++i, ++seen) {
             auto seq = nic::check_test_frame(got[i].data, got[i].len);
             if (seq && *seq == seen && got[i].len == 60 + seen * 37 % 1455) ++good;
-            if (keep) keep->push_back(got[i]); else if (got[i].pool) got[i].pool->free(got[i].buf);
+            if (keep)
+                keep->push_back(got[i]);
+            else if (got[i].pool)
+                got[i].pool->free(got[i].buf);
         }
         if (n) idle = std::chrono::steady_clock::now();
         tx.tx_reclaim();

@@ -2,10 +2,9 @@
 // the window bound to vfio-pci): frames byte-exact and counted, wrap-around, several queues, MAC
 // loopback, interrupt mode, receive straight into the ivshmem window (checked again from the host),
 // and a device or set-up that lies: poisoned descriptors, a link that does not come up, a window too small.
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -178,8 +177,8 @@ TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, nothing lost") {
             std::memcpy(d, b.mac().bytes.data(), 6);
             std::memcpy(d + 6, a.mac().bytes.data(), 6);
             d[12] = 0x08;  // IPv4
-            std::uint8_t ip[20] = {0x45, 0, 0, static_cast<std::uint8_t>(len - 14), 0, 0, 0, 0, 64, 17, 0, 0,
-                                   10, 0, 0, 1, 10, 0, 0, 2};
+            std::uint8_t ip[20] = {
+                0x45, 0, 0, static_cast<std::uint8_t>(len - 14), 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
             std::memcpy(d + 14, ip, sizeof ip);
             d[34] = static_cast<std::uint8_t>(sent >> 8);  // UDP source port: one flow per frame
             d[35] = static_cast<std::uint8_t>(sent);
@@ -187,7 +186,10 @@ TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, nothing lost") {
             d[37] = 0x34;
             d[39] = static_cast<std::uint8_t>(len - 34);
             Packet p{d, buf.iova, len, buf.index, bed.pool.get()};
-            if (a.tx_burst(0, std::span(&p, 1)) == 1) ++sent; else bed.pool->free(buf.index);
+            if (a.tx_burst(0, std::span(&p, 1)) == 1)
+                ++sent;
+            else
+                bed.pool->free(buf.index);
         }
         for (std::uint16_t q = 0; q < 2; ++q) {
             Packet rx[16];
@@ -263,7 +265,10 @@ TEST_CASE("igb: RX buffers in the ivshmem window; the frames are in the window, 
                 auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
                 nic::write_test_frame(d, len, b.mac(), a.mac(), sent);
                 Packet p{d, buf.iova, len, buf.index, bed.pool.get()};
-                if (a.tx_burst(0, std::span(&p, 1)) == 1) ++sent; else bed.pool->free(buf.index);
+                if (a.tx_burst(0, std::span(&p, 1)) == 1)
+                    ++sent;
+                else
+                    bed.pool->free(buf.index);
             }
         }
         Packet got[16];
@@ -318,7 +323,8 @@ TEST_CASE("igb: descriptors the device wrote back with impossible values are cou
                nic::igb::rxd::DD;
     };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done(4) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!done(4) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     REQUIRE(done(4));
     // ... and before the driver looks, they are made to lie: lengths 0, 0xffff and 13, then a frame
     // claiming to continue into the next descriptor (no EOP) whose end has a sane length.
@@ -414,11 +420,11 @@ TEST_CASE("igb: set-up errors are clear and leave the device usable") {
     {
         // Not an igb: the window's ivshmem device.
         auto win_dev = vfio::Device::open(*bed.domain, bed.windows[0]);
-        CHECK_THROWS_WITH(Igb(win_dev, *bed.iovas, *bed.pool), Catch::Matchers::ContainsSubstring("not an Intel 82576"));
+        CHECK_THROWS_WITH(Igb(win_dev, *bed.iovas, *bed.pool),
+                          Catch::Matchers::ContainsSubstring("not an Intel 82576"));
     }
     // After all that, the NICs still work.
     Igb a(*bed.a, *bed.iovas, *bed.pool);
     Igb b(*bed.b, *bed.iovas, *bed.pool);
     CHECK(send_and_check(a, b, *bed.pool, 50, {60}) == 50);
 }
-

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -104,7 +103,8 @@ struct KernelPort {
 
 struct Bed {
     Bed() {
-        if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run it with lab/lab run basic --bind NIC_A -- <this binary>");
+        if (!std::getenv("BARDRIVE_LAB"))
+            SKIP("not in a lab guest: run it with lab/lab run basic --bind NIC_A -- <this binary>");
         auto nics = words("BARDRIVE_LAB_NICS"), bound = words("BARDRIVE_LAB_BOUND");
         REQUIRE(nics.size() >= 2);
         if (bound.size() != 1) SKIP("needs exactly NIC A bound to vfio-pci and NIC B left to the kernel's igb");
@@ -153,7 +153,10 @@ TEST_CASE("interop: bardrive sends, the kernel's igb receives every frame byte-e
         if (len > 0) {
             idle = Clock::now();
             auto seq = nic::check_test_frame(buf.data(), static_cast<std::uint32_t>(len));
-            if (seq && *seq == got + bad && static_cast<std::uint32_t>(len) == size_of(*seq)) ++got; else ++bad;
+            if (seq && *seq == got + bad && static_cast<std::uint32_t>(len) == size_of(*seq))
+                ++got;
+            else
+                ++bad;
         }
         bed.a->tx_reclaim(0);
     }
@@ -179,7 +182,10 @@ TEST_CASE("interop: the kernel's igb sends, bardrive receives every frame byte-e
         std::uint16_t k = bed.a->rx_burst(0, rx);
         for (std::uint16_t i = 0; i < k; ++i) {
             auto seq = nic::check_test_frame(rx[i].data, rx[i].len);
-            if (seq && *seq == got + bad && rx[i].len == size_of(*seq)) ++got; else ++bad;
+            if (seq && *seq == got + bad && rx[i].len == size_of(*seq))
+                ++got;
+            else
+                ++bad;
             Igb::release(rx[i]);
         }
         if (k) idle = Clock::now();

@@ -1,14 +1,14 @@
 // Ring logic of the igb driver against descriptors this test writes the way the device would,
 // including a device that lies: bad lengths, chains, stale DD bits, head indexes out of range.
+#include "nic/ring.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
 #include "nic/igb_regs.hpp"
-#include "nic/ring.hpp"
 
 using namespace bardrive::nic;
 namespace igb = bardrive::nic::igb;
@@ -20,7 +20,8 @@ constexpr std::uint32_t kBuf = 2048;
 // Fake buffers: CPU addresses into a vector, IOVAs at a recognisable offset.
 struct Buffers {
     explicit Buffers(std::uint32_t n) : mem(std::size_t{n} * kBuf) {
-        for (std::uint32_t i = 0; i < n; ++i) pkts.push_back({mem.data() + std::size_t{i} * kBuf, 0x100000 + std::uint64_t{i} * kBuf, 0, i});
+        for (std::uint32_t i = 0; i < n; ++i)
+            pkts.push_back({mem.data() + std::size_t{i} * kBuf, 0x100000 + std::uint64_t{i} * kBuf, 0, i});
     }
     std::vector<std::uint8_t> mem;
     std::vector<Packet> pkts;
