@@ -5,6 +5,9 @@
 //
 // The NICs are driven by the least register programming that moves a frame (82576 datasheet sections
 // in nic/igb_regs.hpp), not by nic::Igb: this tests dma/, not the driver.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -249,4 +252,27 @@ TEST_CASE("a NIC's DMA lands in a peer window, and nothing lands once it is unma
     std::ofstream expect(lab.out + "/expect-window0@" + std::to_string(bar_off + rx_off) + ".bin", std::ios::binary);
     expect.write(reinterpret_cast<const char*>(frame1), len);
     REQUIRE(expect.good());
+}
+
+TEST_CASE("memory allocated near a device lands on the device's NUMA node", "[lab][numa]") {
+    auto lab = lab_or_skip();
+    vfio::Domain domain;
+    for (const auto& bdf : lab.nics) {
+        vfio::Device nic = vfio::Device::open(domain, bdf);
+        const int node = nic.numa_node();
+        if (node <= 0) continue;  // -1: unknown; node 0 would pass without any binding
+        dma::Memory mem = dma::Memory::allocate_near(nic, 2 * dma::page_2m);
+        CHECK(mem.numa_node() == node);
+        // move_pages(2) with no target nodes reports the node each page is on.
+        void* pages[2] = {mem.data(), mem.data() + dma::page_2m};
+        int status[2] = {-1, -1};
+        REQUIRE(::syscall(SYS_move_pages, 0, 2, pages, nullptr, status, 0) == 0);
+        CHECK(status[0] == node);
+        CHECK(status[1] == node);
+        dma::IovaAllocator iovas(domain);
+        dma::Mapping map = dma::Mapping::map(domain, iovas, mem);
+        CHECK(map.size() == mem.size());
+        return;
+    }
+    SKIP("no NIC of this preset sits on a NUMA node other than 0: run it in the numa preset");
 }
