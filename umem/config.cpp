@@ -25,9 +25,7 @@ std::uint32_t check(const Config& cfg) {
     return shift;
 }
 
-std::uint64_t page_count(const Config& cfg) {
-    return (cfg.bytes + cfg.page_size - 1) / cfg.page_size;
-}
+std::uint64_t page_count(const Config& cfg) { return (cfg.bytes + cfg.page_size - 1) / cfg.page_size; }
 
 Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const PagerView& v) {
     Stats s;
@@ -40,27 +38,34 @@ Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const P
 
 const char* name(Admission a) {
     switch (a) {
-        case Admission::migrate: return "migrate";
-        case Admission::second_touch: return "second-touch";
-        case Admission::read_through: return "read-through";
-        case Admission::adaptive: return "adaptive";
+        case Admission::migrate:
+            return "migrate";
+        case Admission::second_touch:
+            return "second-touch";
+        case Admission::read_through:
+            return "read-through";
+        case Admission::adaptive:
+            return "adaptive";
     }
     return "?";
 }
 
 const char* name(Eviction e) {
     switch (e) {
-        case Eviction::clock: return "clock";
-        case Eviction::fifo: return "fifo";
-        case Eviction::random: return "random";
+        case Eviction::clock:
+            return "clock";
+        case Eviction::fifo:
+            return "fifo";
+        case Eviction::random:
+            return "random";
     }
     return "?";
 }
 
 const char* name(Counter c) {
-    static const char* const names[c_count_] = {"hits",       "faults",    "fills",     "prefetches",
-                                                "read_through", "waits",   "evictions", "writebacks",
-                                                "exhausted",  "bytes_in",  "bytes_out"};
+    static const char* const names[c_count_] = {"hits",         "faults",   "fills",     "prefetches",
+                                                "read_through", "waits",    "evictions", "writebacks",
+                                                "exhausted",    "bytes_in", "bytes_out"};
     return c < c_count_ ? names[c] : "?";
 }
 

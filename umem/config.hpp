@@ -9,9 +9,9 @@
 namespace bardrive::umem {
 
 struct Config {
-    std::uint64_t bytes = 0;         // size of the paged array
-    std::uint64_t page_size = 4096;  // power of two, 4 KiB .. 2 MiB
-    std::uint64_t frames = 0;        // frame pool capacity in pages; below bytes/page_size = oversubscribed
+    std::uint64_t bytes = 0;                    // size of the paged array
+    std::uint64_t page_size = 4096;             // power of two, 4 KiB .. 2 MiB
+    std::uint64_t frames = 0;                   // frame pool capacity in pages; below bytes/page_size = oversubscribed
     Admission admission = Admission::adaptive;  // chosen by measurement: umem/README.md
     Eviction eviction = Eviction::clock;
     std::uint32_t prefetch_depth = 0;

@@ -22,8 +22,8 @@ struct CopyRequest {
 static_assert(sizeof(CopyRequest) == 64 && offsetof(CopyRequest, done) == 8 && offsetof(CopyRequest, dst) == 16);
 
 struct CopyRingView {
-    CopyRequest* slots;    // pinned mapped host memory, `size` slots; nullptr: no copy engine
-    std::uint64_t* tail;   // device memory: next ticket
+    CopyRequest* slots;   // pinned mapped host memory, `size` slots; nullptr: no copy engine
+    std::uint64_t* tail;  // device memory: next ticket
     std::uint64_t size;
 };
 

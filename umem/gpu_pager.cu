@@ -1,5 +1,3 @@
-#include "umem/gpu_pager.hpp"
-
 #include <cuda_runtime.h>
 
 #include <vector>
@@ -7,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "umem/gpu.cuh"
+#include "umem/gpu_pager.hpp"
 
 namespace bardrive::umem {
 
@@ -22,8 +21,8 @@ void cuda_check(cudaError_t rc, const char* op, const std::string& object, const
 template <class T>
 T* device_alloc(std::uint64_t count, const char* what) {
     void* p = nullptr;
-    cuda_check(cudaMalloc(&p, count * sizeof(T)), "umem: cudaMalloc", log::concat(what, ", ", count * sizeof(T), " bytes"),
-               "make the frame pool smaller (Config::frames)");
+    cuda_check(cudaMalloc(&p, count * sizeof(T)), "umem: cudaMalloc",
+               log::concat(what, ", ", count * sizeof(T), " bytes"), "make the frame pool smaller (Config::frames)");
     return static_cast<T*>(p);
 }
 
@@ -49,9 +48,7 @@ __global__ void flush_kernel(PagerView v) {
 
 }  // namespace
 
-const char* name(Engine e) {
-    return e == Engine::gpu_threads ? "gpu-threads" : "copy-engine";
-}
+const char* name(Engine e) { return e == Engine::gpu_threads ? "gpu-threads" : "copy-engine"; }
 
 GpuPager::GpuPager(const Config& cfg, std::byte* host, Engine engine) : engine_(engine) {
     try {
@@ -104,8 +101,8 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         std::memset(slots, 0, ring_slots * sizeof(CopyRequest));
         void* dev_slots = nullptr;
         cuda_check(cudaHostGetDevicePointer(&dev_slots, slots, 0), "umem: cudaHostGetDevicePointer", "copy ring");
-        ring_ = CopyRingView{static_cast<CopyRequest*>(dev_slots), device_alloc<std::uint64_t>(1, "ring tail"),
-                             ring_slots};
+        ring_ =
+            CopyRingView{static_cast<CopyRequest*>(dev_slots), device_alloc<std::uint64_t>(1, "ring tail"), ring_slots};
         cuda_check(cudaMemset(ring_.tail, 0, 8), "umem: cudaMemset", "ring tail");
         cudaStream_t s = nullptr;
         cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "umem: cudaStreamCreate", "copy worker");
@@ -115,9 +112,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
     cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "pager set-up");
 }
 
-GpuPager::~GpuPager() {
-    release_all();
-}
+GpuPager::~GpuPager() { release_all(); }
 
 void GpuPager::release_all() noexcept {
     if (worker_.joinable()) {

@@ -18,8 +18,12 @@ struct ThreadGroup {
 };
 
 struct MemcpyMover {
-    void to_frame(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const { std::memcpy(dst, src, n); }
-    void to_host(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const { std::memcpy(dst, src, n); }
+    void to_frame(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const {
+        std::memcpy(dst, src, n);
+    }
+    void to_host(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const {
+        std::memcpy(dst, src, n);
+    }
 };
 
 unsigned thread_shard() {
@@ -76,9 +80,7 @@ void HostPager::flush() noexcept {
     }
 }
 
-Stats HostPager::stats() const noexcept {
-    return sum_stats(counters_.data(), ctl_.data(), view_);
-}
+Stats HostPager::stats() const noexcept { return sum_stats(counters_.data(), ctl_.data(), view_); }
 
 PageState HostPager::state(std::uint64_t page) const noexcept {
     return Pte{atom::load(const_cast<std::uint64_t*>(&pte_[page]))}.state();

@@ -41,17 +41,17 @@ enum class Eviction : std::uint32_t {
 
 // Counters, summed over shards (shards keep GPU warps from contending on one address).
 enum Counter : unsigned {
-    c_hits,         // accesses that found the page resident
-    c_faults,       // accesses that found it not resident (fill, read-through or wait)
-    c_fills,        // pages copied into a frame on a fault
-    c_prefetches,   // pages copied into a frame ahead of a sequential stream
-    c_read_through, // accesses served from host memory in place
-    c_waits,        // accesses that waited for another filler/evictor (coalesced faults)
-    c_evictions,    // frames taken from a resident page
-    c_writebacks,   // dirty frames copied back to host memory
-    c_exhausted,    // fills abandoned because no frame could be evicted
-    c_bytes_in,     // bytes copied host -> frames
-    c_bytes_out,    // bytes copied frames -> host
+    c_hits,          // accesses that found the page resident
+    c_faults,        // accesses that found it not resident (fill, read-through or wait)
+    c_fills,         // pages copied into a frame on a fault
+    c_prefetches,    // pages copied into a frame ahead of a sequential stream
+    c_read_through,  // accesses served from host memory in place
+    c_waits,         // accesses that waited for another filler/evictor (coalesced faults)
+    c_evictions,     // frames taken from a resident page
+    c_writebacks,    // dirty frames copied back to host memory
+    c_exhausted,     // fills abandoned because no frame could be evicted
+    c_bytes_in,      // bytes copied host -> frames
+    c_bytes_out,     // bytes copied frames -> host
     c_count_,
 };
 inline constexpr unsigned counter_stride = 16;  // one 128-byte line per shard
@@ -71,12 +71,12 @@ inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measureme
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
 struct PagerView {
-    std::uint64_t* pte;           // [pages]
-    std::uint32_t* frame_owner;   // [frames]: page held by the frame, no_page before first use
-    std::uint64_t* ctl;           // [ctl_words]: see ctl_fresh, ctl_hand, ctl_evicted, ctl_unused
-    std::uint64_t* counters;      // [counter_shards * counter_stride]
-    std::byte* host;              // backing store: the data, `bytes` long
-    std::byte* frames;            // frame pool: frames << page_shift bytes
+    std::uint64_t* pte;          // [pages]
+    std::uint32_t* frame_owner;  // [frames]: page held by the frame, no_page before first use
+    std::uint64_t* ctl;          // [ctl_words]: see ctl_fresh, ctl_hand, ctl_evicted, ctl_unused
+    std::uint64_t* counters;     // [counter_shards * counter_stride]
+    std::byte* host;             // backing store: the data, `bytes` long
+    std::byte* frames;           // frame pool: frames << page_shift bytes
     std::uint64_t bytes;
     std::uint64_t pages;
     std::uint32_t frames_n;
@@ -104,8 +104,8 @@ struct PagerView {
 struct Step {
     enum Kind : std::uint32_t { hit, host, fill, wait };
     Kind kind;
-    std::uint32_t frame;      // hit, fill: the frame
-    std::uint32_t victim;     // fill: page evicted from `frame`, or no_page
+    std::uint32_t frame;   // hit, fill: the frame
+    std::uint32_t victim;  // fill: page evicted from `frame`, or no_page
     std::uint32_t victim_dirty;
 };
 
@@ -134,10 +134,14 @@ UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
     switch (v.admission) {
-        case Admission::migrate: return true;
-        case Admission::second_touch: return e.is(Pte::touched);
-        case Admission::read_through: return false;
-        case Admission::adaptive: return !thrashing(v) || sampled(v, page);
+        case Admission::migrate:
+            return true;
+        case Admission::second_touch:
+            return e.is(Pte::touched);
+        case Admission::read_through:
+            return false;
+        case Admission::adaptive:
+            return !thrashing(v) || sampled(v, page);
     }
     return true;
 }
@@ -245,9 +249,7 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
     v.count(shard, c_bytes_in, v.page_bytes(page));
 }
 
-UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page) {
-    atom::fetch_sub(&v.pte[page], Pte::pin_one);
-}
+UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page) { atom::fetch_sub(&v.pte[page], Pte::pin_one); }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
 // stream is sequential, so the filler also claims the next pages that nobody is using.

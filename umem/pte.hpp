@@ -24,15 +24,15 @@ struct Pte {
     std::uint64_t word;
 
     // Bit layout of `word`.
-    static constexpr std::uint64_t state_mask = 0x3;           // bits 0-1: PageState
-    static constexpr std::uint64_t dirty = 1ull << 2;          // written while resident
-    static constexpr std::uint64_t referenced = 1ull << 3;     // hit since the CLOCK hand passed
-    static constexpr std::uint64_t touched = 1ull << 4;        // read through once (second-touch admission)
-    static constexpr std::uint64_t reused = 1ull << 5;         // hit at least once since its fill
-    static constexpr unsigned pin_shift = 8;                   // bits 8-31: accessors using the data now
+    static constexpr std::uint64_t state_mask = 0x3;        // bits 0-1: PageState
+    static constexpr std::uint64_t dirty = 1ull << 2;       // written while resident
+    static constexpr std::uint64_t referenced = 1ull << 3;  // hit since the CLOCK hand passed
+    static constexpr std::uint64_t touched = 1ull << 4;     // read through once (second-touch admission)
+    static constexpr std::uint64_t reused = 1ull << 5;      // hit at least once since its fill
+    static constexpr unsigned pin_shift = 8;                // bits 8-31: accessors using the data now
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
     static constexpr std::uint64_t pin_mask = 0xffffffull << pin_shift;
-    static constexpr unsigned frame_shift = 32;                // bits 32-63: frame, when resident/evicting
+    static constexpr unsigned frame_shift = 32;  // bits 32-63: frame, when resident/evicting
     static constexpr std::uint64_t frame_mask = 0xffffffffull << frame_shift;
     static constexpr std::uint32_t max_frames = 0xffffffffu;
 
@@ -45,8 +45,8 @@ struct Pte {
 // The fields must not overlap and must fill exactly one 64-bit word: a GPU kernel and the host
 // read the same bytes, and single 64-bit atomics must cover the whole entry.
 static_assert(sizeof(Pte) == 8 && alignof(Pte) == 8, "a PTE is one atomically updated 64-bit word");
-static_assert((Pte::state_mask & (Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::pin_mask |
-                                  Pte::frame_mask)) == 0);
+static_assert((Pte::state_mask &
+               (Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::pin_mask | Pte::frame_mask)) == 0);
 static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::reused) & (Pte::pin_mask | Pte::frame_mask)) == 0);
 static_assert((Pte::pin_mask & Pte::frame_mask) == 0);
 static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);

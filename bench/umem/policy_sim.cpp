@@ -94,9 +94,11 @@ Trace bfs(unsigned scale) {
 
 int main() {
     const std::uint64_t pages = 1u << 15;  // 128 MiB of 4 KiB pages
-    std::vector<Trace> traces{gathers(pages, pages), hotset(pages, pages), scans(pages),
-                              hot_under_scan(pages), bfs(16)};
-    std::printf("| trace | pool | admission | eviction | hit rate | MiB moved in | read through |\n|---|---|---|---|---|---|---|\n");
+    std::vector<Trace> traces{gathers(pages, pages), hotset(pages, pages), scans(pages), hot_under_scan(pages),
+                              bfs(16)};
+    std::printf(
+        "| trace | pool | admission | eviction | hit rate | MiB moved in | read through "
+        "|\n|---|---|---|---|---|---|---|\n");
     for (const Trace& t : traces) {
         std::vector<std::byte> data(t.pages * kPage);
         for (unsigned pct : {50u, 25u})

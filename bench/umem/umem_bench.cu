@@ -40,9 +40,7 @@ __host__ __device__ inline std::uint64_t mix(std::uint64_t i) {
     return z ^ (z >> 29);
 }
 
-unsigned host_threads() {
-    return std::max(1u, std::thread::hardware_concurrency());
-}
+unsigned host_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 template <class F>
 void parallel_for(std::uint64_t n, F f) {
@@ -84,7 +82,9 @@ __device__ inline std::uint64_t warp_sum(std::uint64_t s) {
     return s;
 }
 
-__device__ inline std::uint64_t warp_id() { return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5; }
+__device__ inline std::uint64_t warp_id() {
+    return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5;
+}
 __device__ inline std::uint64_t warp_count() { return (gridDim.x * static_cast<std::uint64_t>(blockDim.x)) >> 5; }
 
 __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
@@ -281,9 +281,7 @@ struct Managed {
     }
 };
 
-std::string pool_name(unsigned pct) {
-    return log::concat(pct, "%");
-}
+std::string pool_name(unsigned pct) { return log::concat(pct, "%"); }
 
 Config pager_config(std::uint64_t bytes, unsigned pct, Admission adm, std::uint32_t prefetch) {
     Config c;
@@ -375,7 +373,8 @@ private:
     }
 
     template <class Src>
-    double gather_pass(const Src& src, const DeviceBuf<std::uint32_t>& idx, std::uint64_t n, DeviceBuf<std::uint64_t>& sums) {
+    double gather_pass(const Src& src, const DeviceBuf<std::uint32_t>& idx, std::uint64_t n,
+                       DeviceBuf<std::uint64_t>& sums) {
         ck(cudaMemset(sums.p, 0, n * 8), "memset");
         return ev_.time_ms([&] { gather_kernel<<<launch_.blocks, launch_.threads>>>(src, idx.p, n, sums.p); });
     }
@@ -383,7 +382,8 @@ private:
     void gather_set(const char* workload, const std::vector<std::vector<std::uint32_t>>& passes) {
         std::uint64_t n = passes[0].size();
         std::vector<std::vector<std::uint64_t>> want(passes.size(), std::vector<std::uint64_t>(n));
-        for (std::size_t p = 0; p < passes.size(); ++p) parallel_for(n, [&](std::uint64_t g) { want[p][g] = page_sum(passes[p][g]); });
+        for (std::size_t p = 0; p < passes.size(); ++p)
+            parallel_for(n, [&](std::uint64_t g) { want[p][g] = page_sum(passes[p][g]); });
         std::vector<std::unique_ptr<DeviceBuf<std::uint32_t>>> idx;
         for (auto& pass : passes) {
             idx.push_back(std::make_unique<DeviceBuf<std::uint32_t>>(n));
@@ -401,7 +401,8 @@ private:
         run_passes("zero-copy", "-", Direct{data_.p}, "");
         {
             DeviceBuf<std::byte> dev(bytes_);
-            double copy = ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            double copy =
+                ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
             double ms = gather_pass(Direct{dev.p}, *idx[0], n, sums);
             bool ok = check_gather<Direct>(passes[0], want[0], sums);
             record({workload, "1", "cudaMemcpy all, then gather", "-", copy + ms, useful, ok,
@@ -442,7 +443,8 @@ private:
         if (!opt_.uvm || uvm_) return;
         try {
             uvm_ = std::make_unique<Managed>(bytes_);
-            parallel_for(pages_, [&](std::uint64_t pg) { std::memcpy(uvm_->p + pg * kPage, data_.p + pg * kPage, kPage); });
+            parallel_for(pages_,
+                         [&](std::uint64_t pg) { std::memcpy(uvm_->p + pg * kPage, data_.p + pg * kPage, kPage); });
         } catch (const Error& e) {
             std::printf("UVM baselines skipped: %s\n", e.what());
             uvm_.reset();
@@ -501,7 +503,8 @@ private:
         record({"scan", "1", "zero-copy", "-", zms, useful, zok, ""});
         {
             DeviceBuf<std::byte> dev(bytes_);
-            double copy = ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            double copy =
+                ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_.p, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
             auto [ms, ok] = pass(Direct{dev.p});
             record({"scan", "1", "cudaMemcpy all, then scan", "-", copy + ms, useful, ok,
                     log::concat("copy ", copy, " ms + kernel ", ms, " ms")});
@@ -515,7 +518,8 @@ private:
             uvm_->to_host();
             double pf = uvm_->prefetch_to_gpu_ms(ev_);
             auto [ms3, ok3] = pass(Direct{uvm_->p});
-            record({"scan", "1", "UVM prefetch all, then scan", "-", pf + ms3, useful, ok3, log::concat("prefetch ", pf, " ms")});
+            record({"scan", "1", "UVM prefetch all, then scan", "-", pf + ms3, useful, ok3,
+                    log::concat("prefetch ", pf, " ms")});
             uvm_->to_host();
         }
         std::vector<UmemVariant> vs = variants(false);
@@ -540,8 +544,10 @@ private:
         std::vector<std::int32_t> want = bench::bfs_levels(g, source);
         double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::uint64_t reached = std::count_if(want.begin(), want.end(), [](std::int32_t l) { return l >= 0; });
-        std::printf("BFS graph: scale %u, %u vertices, %zu arcs, %llu reached from %u (built and checked on the CPU in %.1f s)\n",
-                    opt_.bfs_scale, g.vertices, g.col.size(), static_cast<unsigned long long>(reached), source, gen_s);
+        std::printf(
+            "BFS graph: scale %u, %u vertices, %zu arcs, %llu reached from %u (built and checked on the CPU in %.1f "
+            "s)\n",
+            opt_.bfs_scale, g.vertices, g.col.size(), static_cast<unsigned long long>(reached), source, gen_s);
         // Pad both arrays to whole pages (umem moves 16-byte multiples; kernels read whole pages).
         std::uint64_t row_bytes = (g.row.size() * 8 + kPage - 1) / kPage * kPage;
         std::uint64_t col_bytes = (g.col.size() * 4 + kPage - 1) / kPage * kPage;
@@ -604,7 +610,8 @@ private:
                 mcol.to_host();
                 double pf = mrow.prefetch_to_gpu_ms(ev_) + mcol.prefetch_to_gpu_ms(ev_);
                 auto r = run_bfs(Direct{mrow.p}, Direct{mcol.p});
-                rec("1", "UVM prefetch all, then BFS", "-", {pf + r.first, r.second}, log::concat("prefetch ", pf, " ms"));
+                rec("1", "UVM prefetch all, then BFS", "-", {pf + r.first, r.second},
+                    log::concat("prefetch ", pf, " ms"));
             } catch (const Error& e) {
                 std::printf("UVM BFS skipped: %s\n", e.what());
             }
@@ -644,10 +651,11 @@ void summary() {
         const Row* u = find(r.workload, r.pass, "UVM");
         std::string xz = z ? log::concat(r.gbps() / z->gbps()) : "-";
         std::string xu = u ? log::concat(r.gbps() / u->gbps()) : "-";
-        std::printf("| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.workload.c_str(), r.pass.c_str(), r.method.c_str(),
-                    r.pool.c_str(), r.gbps(), xz.c_str(), xu.c_str(), r.ok ? "ok" : "WRONG");
+        std::printf("| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.workload.c_str(), r.pass.c_str(),
+                    r.method.c_str(), r.pool.c_str(), r.gbps(), xz.c_str(), xu.c_str(), r.ok ? "ok" : "WRONG");
     };
-    std::printf("\n| workload | pass | method | pool | GB/s | x zero-copy | x UVM | ok |\n|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "\n| workload | pass | method | pool | GB/s | x zero-copy | x UVM | ok |\n|---|---|---|---|---|---|---|---|\n");
     std::vector<const Row*> best;
     for (const Row& r : results) {
         if (r.pool == "-") {
@@ -657,8 +665,10 @@ void summary() {
         auto same = std::find_if(best.begin(), best.end(), [&](const Row* b) {
             return b->workload == r.workload && b->pass == r.pass && b->pool == r.pool;
         });
-        if (same == best.end()) best.push_back(&r);
-        else if (r.gbps() > (*same)->gbps()) *same = &r;
+        if (same == best.end())
+            best.push_back(&r);
+        else if (r.gbps() > (*same)->gbps())
+            *same = &r;
     }
     for (const Row* r : best) line(*r);
     bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok; });
@@ -673,12 +683,18 @@ Options parse(int argc, char** argv) {
             if (i + 1 >= argc) throw Error("umem-bench", a, "missing value", "see --help");
             return argv[++i];
         };
-        if (a == "--gib") o.gib = std::stoull(value());
-        else if (a == "--gathers") o.gathers = std::stoull(value());
-        else if (a == "--bfs-scale") o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
-        else if (a == "--only") o.only = value();
-        else if (a == "--no-uvm") o.uvm = false;
-        else if (a == "--detail") o.detail_path = value();
+        if (a == "--gib")
+            o.gib = std::stoull(value());
+        else if (a == "--gathers")
+            o.gathers = std::stoull(value());
+        else if (a == "--bfs-scale")
+            o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
+        else if (a == "--only")
+            o.only = value();
+        else if (a == "--no-uvm")
+            o.uvm = false;
+        else if (a == "--detail")
+            o.detail_path = value();
         else if (a == "--pools") {
             o.pools.clear();
             std::string v = value();
@@ -688,8 +704,9 @@ Options parse(int argc, char** argv) {
                 p = q == std::string::npos ? v.size() : q + 1;
             }
         } else {
-            std::printf("usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--pools 100,50,25]\n"
-                        "                  [--only memcpy|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
+            std::printf(
+                "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--pools 100,50,25]\n"
+                "                  [--only memcpy|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
             std::exit(a == "--help" ? 0 : 2);
         }
     }
@@ -720,6 +737,4 @@ int bench_main(int argc, char** argv) {
 }  // namespace
 }  // namespace bardrive::umem
 
-int main(int argc, char** argv) {
-    return bardrive::umem::bench_main(argc, argv);
-}
+int main(int argc, char** argv) { return bardrive::umem::bench_main(argc, argv); }

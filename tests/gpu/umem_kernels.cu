@@ -1,18 +1,17 @@
-#include "umem_kernels.hpp"
-
 #include <cuda_runtime.h>
 
 #include <cstring>
 
 #include "core/error.hpp"
 #include "umem/gpu.cuh"
+#include "umem_kernels.hpp"
 
 namespace bardrive::umem::gputest {
 
 namespace {
 
-constexpr std::uint64_t kWords = 512;  // 4 KiB pages of u64
-constexpr std::uint64_t kPattern = 256; // words 0..255 hold page * 512 + word; 256..511 are warp counters
+constexpr std::uint64_t kWords = 512;    // 4 KiB pages of u64
+constexpr std::uint64_t kPattern = 256;  // words 0..255 hold page * 512 + word; 256..511 are warp counters
 
 void ck(cudaError_t rc, const char* what) {
     if (rc != cudaSuccess) throw Error("umem gpu test", what, cudaGetErrorString(rc));
@@ -25,8 +24,7 @@ __host__ __device__ inline std::uint32_t next(std::uint32_t& s) {
     return s;
 }
 
-__global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::uint32_t ops,
-                             unsigned long long* bad) {
+__global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::uint32_t ops, unsigned long long* bad) {
     unsigned lane = threadIdx.x & 31;
     std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     std::uint32_t s = warp * 2654435761u + 1;
@@ -54,7 +52,9 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
 
 struct Host {
     std::uint64_t* p = nullptr;
-    explicit Host(std::uint64_t bytes) { ck(cudaHostAlloc(reinterpret_cast<void**>(&p), bytes, cudaHostAllocMapped), "cudaHostAlloc"); }
+    explicit Host(std::uint64_t bytes) {
+        ck(cudaHostAlloc(reinterpret_cast<void**>(&p), bytes, cudaHostAllocMapped), "cudaHostAlloc");
+    }
     ~Host() { cudaFreeHost(p); }
 };
 

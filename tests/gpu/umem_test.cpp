@@ -18,7 +18,8 @@ TEST_CASE("warps read and write through umem exactly, pool ample to oversubscrib
     need_gpu();
     const std::uint64_t pages = 2048;  // 8 MiB
     for (Engine engine : {Engine::gpu_threads, Engine::copy_engine})
-        for (Admission adm : {Admission::adaptive, Admission::migrate, Admission::second_touch, Admission::read_through})
+        for (Admission adm :
+             {Admission::adaptive, Admission::migrate, Admission::second_touch, Admission::read_through})
             for (std::uint64_t frames : {pages, pages / 4, std::uint64_t{16}}) {
                 INFO(name(engine) << " " << name(adm) << " frames " << frames);
                 MixedResult r = run_mixed(pages, frames, adm, engine, 256, 200, adm == Admission::migrate ? 4 : 0);

@@ -86,7 +86,10 @@ TEST_CASE("a fault fills a frame, the next access hits it") {
         CHECK(word(a, 7) == 5 * kWords + 7);
     }
     CHECK(p.state(5) == PageState::resident);
-    { auto a = p.access(5, false); CHECK(word(a, 0) == 5 * kWords); }
+    {
+        auto a = p.access(5, false);
+        CHECK(word(a, 0) == 5 * kWords);
+    }
     Stats s = p.stats();
     CHECK(s[c_faults] == 1);
     CHECK(s[c_fills] == 1);
@@ -246,9 +249,16 @@ TEST_CASE("frame exhaustion never deadlocks: accesses read through while all fra
 TEST_CASE("admission: second touch migrates, read-through never does") {
     std::vector<std::uint64_t> d = numbered(4);
     HostPager two(config(4, 4, Admission::second_touch), bytes(d));
-    { auto a = two.access(1, false); CHECK(a.data() == bytes(d) + kPage); }
+    {
+        auto a = two.access(1, false);
+        CHECK(a.data() == bytes(d) + kPage);
+    }
     CHECK(two.state(1) == PageState::host);
-    { auto a = two.access(1, false); CHECK(a.data() != bytes(d) + kPage); CHECK(word(a, 1) == kWords + 1); }
+    {
+        auto a = two.access(1, false);
+        CHECK(a.data() != bytes(d) + kPage);
+        CHECK(word(a, 1) == kWords + 1);
+    }
     CHECK(two.state(1) == PageState::resident);
 
     HostPager never(config(4, 4, Admission::read_through), bytes(d));
@@ -282,11 +292,11 @@ TEST_CASE("adaptive admission: migrates what fits, reads through when the pool t
             CHECK(word(a, 9) == pg * kWords + 9);
         }
     Stats s = scan.stats(), n = naive.stats();
-    CHECK(n[c_hits] == 0);              // a cyclic scan larger than the pool defeats CLOCK
+    CHECK(n[c_hits] == 0);  // a cyclic scan larger than the pool defeats CLOCK
     CHECK(n[c_fills] == 4 * pages);
-    CHECK(s[c_read_through] > pages);   // thrash detected: most misses read in place
-    CHECK(s[c_fills] < pages);          // only a sample is admitted...
-    CHECK(s[c_hits] > 0);               // ...and what stays resident is hit on the next pass
+    CHECK(s[c_read_through] > pages);  // thrash detected: most misses read in place
+    CHECK(s[c_fills] < pages);         // only a sample is admitted...
+    CHECK(s[c_hits] > 0);              // ...and what stays resident is hit on the next pass
 }
 
 TEST_CASE("a sequential stream prefetches the next pages") {
@@ -299,7 +309,10 @@ TEST_CASE("a sequential stream prefetches the next pages") {
     { auto a = p.access(1, false); }  // page 0 resident: a stream, fetch 2..5
     for (std::uint64_t pg = 2; pg <= 5; ++pg) CHECK(p.state(pg) == PageState::resident);
     CHECK(p.state(6) == PageState::host);
-    { auto a = p.access(4, false); CHECK(word(a, 11) == 4 * kWords + 11); }
+    {
+        auto a = p.access(4, false);
+        CHECK(word(a, 11) == 4 * kWords + 11);
+    }
     Stats s = p.stats();
     CHECK(s[c_prefetches] == 4);
     CHECK(s[c_fills] == 2);
