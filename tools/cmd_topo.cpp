@@ -248,7 +248,9 @@ void print_matrix(const Topology& t, const Args& args) {
     auto lab = labels(t, devs);
     std::printf("%-8s", "");
     for (const auto& l : lab) std::printf("%-7s", l.c_str());
-    std::printf("%-14s%s\n", "CPU Affinity", "NUMA Affinity");
+    int cpu_w = 14;  // "CPU Affinity  ", wider for long cpulists
+    for (auto i : devs) cpu_w = std::max(cpu_w, static_cast<int>(t.devices[i].local_cpus.size()) + 2);
+    std::printf("%-*s%s\n", cpu_w, "CPU Affinity", "NUMA Affinity");
     for (std::size_t r = 0; r < devs.size(); ++r) {
         std::printf("%-8s", lab[r].c_str());
         for (std::size_t c = 0; c < devs.size(); ++c) {
@@ -256,7 +258,7 @@ void print_matrix(const Topology& t, const Args& args) {
             std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
         }
         const auto& d = t.devices[devs[r]];
-        std::printf("%-14s%s\n", d.local_cpus.empty() ? "N/A" : d.local_cpus.c_str(),
+        std::printf("%-*s%s\n", cpu_w, d.local_cpus.empty() ? "N/A" : d.local_cpus.c_str(),
                     d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "N/A");
     }
     std::printf("\n%s\nDevices:\n", legend);
