@@ -21,14 +21,25 @@ PeerWindow PeerWindow::map(vfio::Domain& domain, IovaAllocator& iovas, const vfi
     // The BAR is reached through the CPU mapping: type1 resolves its VM_PFNMAP pages to the BAR's
     // bus addresses. The pointer is only handed to the kernel, never dereferenced here.
     const void* cpu = const_cast<const std::uint8_t*>(w.bar_.data()) + offset;
+    if (domain.iova_is_physical()) {
+        // No IOMMU: the device must see the BAR's bus address, which pagemap gives once each page of the
+        // CPU mapping has been faulted in (VFIO maps BAR pages on first touch).
+        for (std::uint64_t off = 0; off < size; off += page_4k)
+            (void)*reinterpret_cast<const volatile std::uint8_t*>(static_cast<const std::uint8_t*>(cpu) + off);
+    }
     try {
         w.mapping_ = Mapping::map(domain, iovas, cpu, size);
     } catch (const Error& e) {
         if (e.error_number() == 0) throw;
+        bool via_iommufd = domain.backend() == vfio::Backend::iommufd || domain.backend() == vfio::Backend::iommufd_compat;
         throw Error("map peer window", name, e.detail(),
-                    "the kernel refused to map another device's BAR for DMA (peer-to-peer): the type1 IOMMU "
-                    "allows it for an mmapped BAR; iommufd refuses it by design and needs the BAR exported as "
-                    "a dma-buf (Linux 6.19+)");
+                    via_iommufd
+                        ? std::string("iommufd (") + vfio::to_string(domain.backend()) +
+                              ") refuses, by design, to map another device's BAR by its user address; peer-to-peer "
+                              "through iommufd needs the BAR exported as a dma-buf (Linux 6.19+). Use the type1 "
+                              "container for peer windows: BARDRIVE_IOMMU=type1 on a kernel with VFIO_CONTAINER"
+                        : "the kernel refused to map another device's BAR for DMA (peer-to-peer); the type1 "
+                          "IOMMU allows it for an mmapped BAR");
     }
     w.offset_ = offset;
     log::debug("peer window ", name, " +0x", std::hex, offset, " size 0x", size, " at IOVA 0x", w.mapping_.iova());
