@@ -37,7 +37,8 @@ struct IgbOptions {
 // rings (descriptor memory from dma::Memory, mapped through `iovas` into the device's domain), fills
 // every RX ring with buffers from `rx_pool` and enables RX and TX. Errors are bardrive::Error naming
 // the device and the step.
-// Data path (never throws or allocates; one thread per queue):
+// Data path (never throws or allocates; one thread per queue, and one thread for all queues whose
+// buffers share a dma::BufferPool, which is not thread-safe):
 // - rx_burst(q, out): up to out.size() frames; refills the ring from the pool; one RDT write per call.
 //   The frames' buffers belong to the caller until it gives them back (release(), or tx_burst).
 // - tx_burst(q, pkts): queues frames in order, one TDT write per call; returns how many it took (the
