@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# usage: fuzz/run.sh [SECONDS] [config|snapshot]
+# usage: fuzz/run.sh [SECONDS] [config|snapshot|lspci]
 # Builds a fuzzer with Debian's clang (libFuzzer + ASan + UBSan; scripts/setup.sh installs clang and
 # libclang-rt-14-dev) and runs it for SECONDS (default 60), adding new coverage to its corpus:
 #   config    the capability walker (pci/config.cpp), corpus fuzz/corpus
 #   snapshot  snapshot parser + topology reader + classes/verdicts, corpus fuzz/corpus-snapshot
+#   lspci     the lspci -tv reader + classes, corpus fuzz/corpus-lspci
 # Crashes land in fuzz/crash-*; add such an input to the corpus once fixed, and the unit suite
 # replays it from then on.
 set -euo pipefail
@@ -24,5 +25,10 @@ snapshot)
         pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_snapshot"
     "$out/fuzz_snapshot" -max_total_time="$seconds" -max_len=65536 -artifact_prefix=fuzz/ -print_final_stats=1 \
         fuzz/corpus-snapshot ;;
-*) echo "fuzz: unknown target '$target' (config or snapshot)" >&2; exit 2 ;;
+lspci)
+    "$cxx" "${flags[@]}" fuzz/fuzz_lspci_tree.cpp pci/lspci_tree.cpp pci/topology.cpp pci/p2p.cpp pci/config.cpp \
+        pci/source.cpp pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_lspci_tree"
+    "$out/fuzz_lspci_tree" -max_total_time="$seconds" -max_len=16384 -artifact_prefix=fuzz/ -print_final_stats=1 \
+        fuzz/corpus-lspci ;;
+*) echo "fuzz: unknown target '$target' (config, snapshot or lspci)" >&2; exit 2 ;;
 esac

@@ -57,8 +57,8 @@ Topology read_lspci_tree(const std::string& text, const std::string& name) {
             if (c == '[') {  // a root bus: [DDDD:BB]
                 auto close = line.find(']', i);
                 auto colon = line.find(':', i);
-                if (close == std::string::npos || colon == std::string::npos || colon > close ||
-                    !hex_at(line, i + 1, colon - i - 1) || !hex_at(line, colon + 1, 2)) {
+                if (close == std::string::npos || colon == std::string::npos || colon > close || colon - i - 1 < 4 ||
+                    colon - i - 1 > 8 || !hex_at(line, i + 1, colon - i - 1) || !hex_at(line, colon + 1, 2)) {
                     t.warnings.push_back(
                         log::concat(name, " line ", lineno, ": cannot read root bus at column ", i + 1));
                     break;
