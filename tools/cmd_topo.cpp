@@ -44,6 +44,7 @@ const char* usage =
     "  --class KIND      gpu, nic, nvme, storage, accel, bridge, host-bridge, other, or a hex class prefix (0302)\n"
     "  --vendor ID       hex vendor ID (10de) or part of the vendor name (nvidia)\n"
     "  --all             every endpoint (default: GPUs, NICs, NVMe, accelerators, devices with a BAR >= 64 MiB)\n"
+    "  --device BDF      exactly these functions, in this order (repeatable; matrix, p2p, JSON pairs)\n"
     "Without root only 64 bytes of config space are readable: the tool says what it could not read.\n";
 
 std::string hex4(unsigned v) {
@@ -156,6 +157,16 @@ bool filtered(const Args& args) { return args.has("class") || args.has("vendor")
 
 std::vector<std::size_t> chosen(const Topology& t, const Args& args) {
     std::vector<std::size_t> out;
+    if (args.has("device")) {  // exactly these, in the order given
+        for (const auto& s : args.values("device")) {
+            auto bdf = Bdf::parse(s);
+            auto i = t.find(bdf);
+            if (!i)
+                throw Error("bardrive topo", bdf.str(), "no such device in " + t.source, "'bardrive topo' lists them");
+            out.push_back(*i);
+        }
+        return out;
+    }
     bool all = args.has("all") || filtered(args);
     for (auto i : p2p_candidates(t, all))
         if (matches(t.devices[i], args)) out.push_back(i);
@@ -519,7 +530,7 @@ int run_snapshot(const Args& args) {
 
 int run_topo(const CommandArgs& argv) {
     Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
-              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor"});
+              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;

@@ -58,6 +58,10 @@ check(rows.get('GPU2', [])[:9] == ['SYS'] * 7 + ['X', 'PHB'], 'matrix row GPU2:\
 check('Legend:' in m and 'PXB  = Connection traversing multiple PCIe bridges' in m, 'matrix legend')
 m = run('--sysfs', snap, '--matrix', '--class', 'gpu').stdout
 check('GPU2' in m and 'NIC0' not in m, 'class filter')
+m = run('--sysfs', snap, '--matrix', '--device', 'af:00.0', '--device', '0000:1a:00.0').stdout
+rows = {line.split()[0]: line.split()[1:] for line in m.splitlines() if line[:3] == 'GPU'}
+check(rows.get('GPU0', [])[:2] == ['X', 'SYS'] and 'GPU0   0000:af:00.0' in m, 'matrix of chosen devices:\n' + m)
+check('no such device' in run('--sysfs', snap, '--matrix', '--device', '0000:99:00.0', rc=1).stderr, 'unknown --device')
 m = run('--sysfs', snap, '--matrix', '--vendor', 'samsung').stdout
 check('NVME1' in m and 'GPU0' not in m, 'vendor filter by name')
 t = run('--sysfs', snap).stdout
