@@ -81,16 +81,19 @@ CudaMemory CudaMemory::allocate(std::size_t bytes, int gpu) {
     const std::string obj = log::concat("GPU ", gpu);
     const Driver& d = driver();
     if (!d.missing.empty())
-        throw Error("load the CUDA driver for", obj, d.missing, "no NVIDIA driver on this machine; run this where a GPU is");
+        throw Error("load the CUDA driver for", obj, d.missing,
+                    "no NVIDIA driver on this machine; run this where a GPU is");
     if (bytes == 0) throw Error("allocate GPU memory on", obj, "0 bytes asked for");
     check(d.init(0), "cuInit", obj, "is the NVIDIA kernel module loaded ('nvidia-smi')?");
     int count = 0;
     check(d.device_count(&count), "cuDeviceGetCount", obj);
-    if (gpu < 0 || gpu >= count) throw Error("allocate GPU memory on", obj, log::concat("there are ", count, " GPU(s)"));
+    if (gpu < 0 || gpu >= count)
+        throw Error("allocate GPU memory on", obj, log::concat("there are ", count, " GPU(s)"));
     CUdevice dev = 0;
     check(d.device_get(&dev, gpu), "cuDeviceGet", obj);
     int dmabuf = 0;
-    check(d.attribute(&dmabuf, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev), "cuDeviceGetAttribute(DMA_BUF_SUPPORTED)", obj);
+    check(d.attribute(&dmabuf, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev), "cuDeviceGetAttribute(DMA_BUF_SUPPORTED)",
+          obj);
     if (!dmabuf)
         throw Error("export GPU memory of", obj, "the driver reports no dma-buf support (DMA_BUF_SUPPORTED=0)",
                     "needs the open NVIDIA kernel modules (515+) on Linux 5.12+");
@@ -106,7 +109,8 @@ CudaMemory CudaMemory::allocate(std::size_t bytes, int gpu) {
     m.dptr_ = p;
     m.size_ = size;
     if (p % export_alignment != 0)
-        throw Error("export GPU memory of", obj, log::concat("cuMemAlloc returned 0x", std::hex, p, ", not 2 MiB aligned"));
+        throw Error("export GPU memory of", obj,
+                    log::concat("cuMemAlloc returned 0x", std::hex, p, ", not 2 MiB aligned"));
     m.alignment_ = export_alignment;
     int fd = -1;
     check(d.get_handle(&fd, p, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
@@ -169,8 +173,9 @@ void* CudaMemory::map_cpu() {
         int err = errno;
         std::string exp = exporter();
         const std::string obj = log::concat("GPU ", gpu_, " memory (exporter ", exp.empty() ? "?" : exp, ")");
-        const char* hint = "unsupported on this driver: its dma-buf exporter does not allow CPU mmap; copy with "
-                           "cuMemcpy, or let a device import the dma-buf instead";
+        const char* hint =
+            "unsupported on this driver: its dma-buf exporter does not allow CPU mmap; copy with "
+            "cuMemcpy, or let a device import the dma-buf instead";
         constexpr int kernel_enotsupp = 524;  // ENOTSUPP, kernel-internal: libc has no text for it
         if (err == kernel_enotsupp) throw Error("mmap dma-buf of", obj, "ENOTSUPP (524) from the exporter", hint);
         throw Error::from_errno("mmap dma-buf of", obj, err, hint);

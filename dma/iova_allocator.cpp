@@ -19,7 +19,9 @@ IovaAllocator::IovaAllocator(const std::vector<vfio::IovaRange>& ranges) {
     std::vector<vfio::IovaRange> sorted = ranges;
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& r : sorted) {
-        if (r.last < r.first) throw Error("set up IOVA allocator", "", log::concat("range 0x", std::hex, r.first, "-0x", r.last, " is empty"));
+        if (r.last < r.first)
+            throw Error("set up IOVA allocator", "",
+                        log::concat("range 0x", std::hex, r.first, "-0x", r.last, " is empty"));
         if (!ranges_.empty() && r.first <= ranges_.back().last)
             throw Error("set up IOVA allocator", "", log::concat("ranges overlap at 0x", std::hex, r.first));
         ranges_.push_back(r);
@@ -50,7 +52,8 @@ std::optional<std::uint64_t> IovaAllocator::try_allocate(std::uint64_t size, std
 std::uint64_t IovaAllocator::allocate(std::uint64_t size, std::uint64_t align) {
     if (auto iova = try_allocate(size, align)) return *iova;
     throw Error("allocate IOVA", log::concat("size 0x", std::hex, size, " align 0x", align),
-                log::concat("no free range fits (0x", std::hex, free_bytes(), " bytes free in total, fragmented or too little)"),
+                log::concat("no free range fits (0x", std::hex, free_bytes(),
+                            " bytes free in total, fragmented or too little)"),
                 "free mappings you no longer need, or map fewer, larger buffers");
 }
 

@@ -52,7 +52,8 @@ int bind_node(void* p, std::size_t size, int node) {
 Memory Memory::allocate(std::size_t bytes, const MemoryOptions& options) {
     const std::size_t page = options.page_size;
     if (page != page_4k && page != page_2m && page != page_1g)
-        throw Error("allocate DMA memory", size_text(bytes), log::concat("page size ", page, " is not 4 KiB, 2 MiB or 1 GiB"));
+        throw Error("allocate DMA memory", size_text(bytes),
+                    log::concat("page size ", page, " is not 4 KiB, 2 MiB or 1 GiB"));
     if (bytes == 0) throw Error("allocate DMA memory", "0 bytes", "nothing to allocate");
     if (bytes > (std::size_t{1} << 46)) throw Error("allocate DMA memory", size_text(bytes), "implausibly large");
     const std::size_t size = (bytes + page - 1) / page * page;

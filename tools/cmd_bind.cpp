@@ -59,12 +59,14 @@ int list(const vfio::Sysfs& sys, const vfio::BindOptions& opt) {
         std::string blocking;
         bool any_vfio = false;
         for (const auto& r : rows) {
-            std::printf("%-6s %-13s %-10s %-12s %-12s\n", group < 0 ? "-" : std::to_string(group).c_str(), r.bdf.str().c_str(),
-                        r.ids.c_str(), r.driver.empty() ? "-" : r.driver.c_str(), r.remembered.empty() ? "-" : r.remembered.c_str());
+            std::printf("%-6s %-13s %-10s %-12s %-12s\n", group < 0 ? "-" : std::to_string(group).c_str(),
+                        r.bdf.str().c_str(), r.ids.c_str(), r.driver.empty() ? "-" : r.driver.c_str(),
+                        r.remembered.empty() ? "-" : r.remembered.c_str());
             any_vfio |= r.driver == "vfio-pci";
             if (!vfio::driver_keeps_group_viable(r.driver)) blocking += " " + r.bdf.str() + " (" + r.driver + ")";
         }
-        if (any_vfio && !blocking.empty()) std::printf("       ^ group %ld is not viable for VFIO:%s\n", group, blocking.c_str());
+        if (any_vfio && !blocking.empty())
+            std::printf("       ^ group %ld is not viable for VFIO:%s\n", group, blocking.c_str());
     }
     if (groups.count(-1)) std::printf("devices without a group: the IOMMU is off (intel_iommu=on / amd_iommu=on)\n");
     return 0;
@@ -80,7 +82,8 @@ int run_bind(const CommandArgs& argv) {
     }
     vfio::Sysfs sys(args.value("sysfs").value_or("/sys"));
     if (args.has("list")) return list(sys, options(args));
-    for (const auto& line : vfio::bind(sys, parse_bdfs(args, bind_usage), options(args))) std::printf("%s\n", line.c_str());
+    for (const auto& line : vfio::bind(sys, parse_bdfs(args, bind_usage), options(args)))
+        std::printf("%s\n", line.c_str());
     return 0;
 }
 

@@ -3,9 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -49,7 +48,8 @@ void remember(const std::string& path, const std::string& driver) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     std::string text = driver + "\n";
     if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-        throw Error::from_errno("remember the driver in", path, errno, "is /run writable? pass another state directory");
+        throw Error::from_errno("remember the driver in", path, errno,
+                                "is /run writable? pass another state directory");
 }
 
 void require_device(const Sysfs& sys, const pci::Bdf& b, const char* op) {
@@ -63,8 +63,9 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
     const std::string vfio_dir = sys.root() + "/bus/pci/drivers/vfio-pci";
     std::error_code ec;
     if (!fs::exists(vfio_dir, ec))
-        throw Error("bind to vfio-pci", join(devices), "the vfio-pci driver is not loaded (" + vfio_dir + " is missing)",
-                    "run 'modprobe vfio-pci'; if that fails the kernel lacks VFIO or the IOMMU is off (intel_iommu=on)");
+        throw Error(
+            "bind to vfio-pci", join(devices), "the vfio-pci driver is not loaded (" + vfio_dir + " is missing)",
+            "run 'modprobe vfio-pci'; if that fails the kernel lacks VFIO or the IOMMU is off (intel_iommu=on)");
     std::set<pci::Bdf> wanted(devices.begin(), devices.end());
     // Check everything before touching anything.
     for (const auto& b : devices) {
@@ -109,9 +110,11 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
         file::write_text(sys.root() + "/bus/pci/drivers_probe", b.str());
         std::string now = sys.driver(b);
         if (now != "vfio-pci")
-            throw Error("bind to vfio-pci", b.str(),
-                        "vfio-pci did not take the device (its driver is now " + (now.empty() ? std::string("none") : now) + ")",
-                        "check 'dmesg' for vfio-pci's reason; 'bardrive unbind --restore " + b.str() + "' gives it back");
+            throw Error(
+                "bind to vfio-pci", b.str(),
+                "vfio-pci did not take the device (its driver is now " + (now.empty() ? std::string("none") : now) +
+                    ")",
+                "check 'dmesg' for vfio-pci's reason; 'bardrive unbind --restore " + b.str() + "' gives it back");
         done.push_back(b.str() + ": " + (old.empty() ? std::string("no driver") : old) + " -> vfio-pci");
     }
     return done;
@@ -130,7 +133,8 @@ std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& d
             if (!saved || saved->empty())
                 throw Error("restore driver of", b.str(), "no previous driver remembered in " + state_file(options, b),
                             "bardrive bind was not used for it (or /run was cleared); bind a driver by hand: "
-                            "echo " + b.str() + " > /sys/bus/pci/drivers/DRIVER/bind");
+                            "echo " +
+                                b.str() + " > /sys/bus/pci/drivers/DRIVER/bind");
             previous[b] = *saved;
         }
     }

@@ -30,10 +30,10 @@ std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& d
 
 struct BindingRow {
     pci::Bdf bdf;
-    std::string ids;          // vendor:device
-    std::string driver;       // "" none
+    std::string ids;     // vendor:device
+    std::string driver;  // "" none
     std::optional<unsigned> group;
-    std::string remembered;   // driver bind() saved for --restore, "" none
+    std::string remembered;  // driver bind() saved for --restore, "" none
 };
 std::vector<BindingRow> list_bindings(const Sysfs& sys, const BindOptions& options);
 

@@ -24,9 +24,12 @@ constexpr std::uint16_t cmd_bus_master = 1u << 2;
 
 const char* irq_name(IrqType t) {
     switch (t) {
-        case IrqType::intx: return "INTx";
-        case IrqType::msi: return "MSI";
-        case IrqType::msix: return "MSI-X";
+        case IrqType::intx:
+            return "INTx";
+        case IrqType::msi:
+            return "MSI";
+        case IrqType::msix:
+            return "MSI-X";
     }
     return "?";
 }
@@ -99,7 +102,8 @@ int Device::numa_node() const {
 
 RegionInfo Device::region_info(unsigned index) const {
     if (index >= num_regions_)
-        throw Error("get region info of", bdf_.str(), log::concat("region ", index, " does not exist (the device has ", num_regions_, ")"));
+        throw Error("get region info of", bdf_.str(),
+                    log::concat("region ", index, " does not exist (the device has ", num_regions_, ")"));
     std::vector<std::uint8_t> buf(sizeof(vfio_region_info));
     for (int attempt = 0; attempt < 2; ++attempt) {
         auto* ri = reinterpret_cast<vfio_region_info*>(buf.data());
@@ -122,9 +126,11 @@ RegionInfo Device::region_info(unsigned index) const {
         std::uint32_t off = ri->cap_offset;
         while (off != 0 && off + sizeof(vfio_info_cap_header) <= buf.size()) {
             const auto* hdr = reinterpret_cast<const vfio_info_cap_header*>(buf.data() + off);
-            if (hdr->id == VFIO_REGION_INFO_CAP_SPARSE_MMAP && off + sizeof(vfio_region_info_cap_sparse_mmap) <= buf.size()) {
+            if (hdr->id == VFIO_REGION_INFO_CAP_SPARSE_MMAP &&
+                off + sizeof(vfio_region_info_cap_sparse_mmap) <= buf.size()) {
                 const auto* cap = reinterpret_cast<const vfio_region_info_cap_sparse_mmap*>(hdr);
-                std::size_t end = off + sizeof(*cap) + std::size_t{cap->nr_areas} * sizeof(vfio_region_sparse_mmap_area);
+                std::size_t end =
+                    off + sizeof(*cap) + std::size_t{cap->nr_areas} * sizeof(vfio_region_sparse_mmap_area);
                 if (end > buf.size())
                     throw Error("parse region info of", bdf_.str(), "sparse-mmap capability runs past the buffer");
                 for (std::uint32_t i = 0; i < cap->nr_areas; ++i) {
@@ -149,8 +155,9 @@ Mmio Device::map_bar(unsigned bar) const {
         throw Error("map", name, "the device has no such BAR (or it is the upper half of a 64-bit BAR)",
                     "'lspci -vv -s " + bdf_.str() + "' lists its BARs");
     if (!ri.mmappable)
-        throw Error("map", name, "the kernel does not allow mmap of this region (an I/O-port BAR, or a BAR "
-                                 "smaller than a page on an old kernel)",
+        throw Error("map", name,
+                    "the kernel does not allow mmap of this region (an I/O-port BAR, or a BAR "
+                    "smaller than a page on an old kernel)",
                     "access it with pread/pwrite on the device fd instead");
     std::size_t size = ri.size;
     int prot = (ri.readable ? PROT_READ : 0) | (ri.writable ? PROT_WRITE : 0);
@@ -169,7 +176,8 @@ Mmio Device::map_bar(unsigned bar) const {
         void* p = ::mmap(static_cast<std::uint8_t*>(base) + a.offset, a.size, prot, MAP_SHARED | MAP_FIXED, fd_.get(),
                          static_cast<off_t>(ri.offset + a.offset));
         if (p == MAP_FAILED)
-            throw Error::from_errno("mmap", log::concat(name, " area +0x", std::hex, a.offset, " size 0x", a.size), errno);
+            throw Error::from_errno("mmap", log::concat(name, " area +0x", std::hex, a.offset, " size 0x", a.size),
+                                    errno);
     }
     log::debug("mapped ", name, " sparsely (", ri.sparse.size(), " areas)");
     return window;
@@ -178,8 +186,9 @@ Mmio Device::map_bar(unsigned bar) const {
 void Device::config_access(bool write, std::uint32_t offset, void* buf, std::size_t len) const {
     constexpr std::uint32_t config_size = 4096;  // PCIe extended config space
     if (offset > config_size || len > config_size - offset || offset % len != 0)
-        throw Error(write ? "write config space of" : "read config space of", bdf_.str(),
-                    log::concat("offset 0x", std::hex, offset, " width ", std::dec, len, " is outside 4 KiB or unaligned"));
+        throw Error(
+            write ? "write config space of" : "read config space of", bdf_.str(),
+            log::concat("offset 0x", std::hex, offset, " width ", std::dec, len, " is outside 4 KiB or unaligned"));
     auto pos = static_cast<off_t>(config_offset_ + offset);
     ssize_t n = write ? ::pwrite(fd_.get(), buf, len, pos) : ::pread(fd_.get(), buf, len, pos);
     if (n != static_cast<ssize_t>(len))
@@ -203,16 +212,23 @@ std::uint32_t Device::config_read32(std::uint32_t offset) const {
     config_access(false, offset, &v, sizeof v);
     return v;
 }
-void Device::config_write8(std::uint32_t offset, std::uint8_t value) const { config_access(true, offset, &value, sizeof value); }
-void Device::config_write16(std::uint32_t offset, std::uint16_t value) const { config_access(true, offset, &value, sizeof value); }
-void Device::config_write32(std::uint32_t offset, std::uint32_t value) const { config_access(true, offset, &value, sizeof value); }
+void Device::config_write8(std::uint32_t offset, std::uint8_t value) const {
+    config_access(true, offset, &value, sizeof value);
+}
+void Device::config_write16(std::uint32_t offset, std::uint16_t value) const {
+    config_access(true, offset, &value, sizeof value);
+}
+void Device::config_write32(std::uint32_t offset, std::uint32_t value) const {
+    config_access(true, offset, &value, sizeof value);
+}
 
 void Device::enable_bus_master() const {
     std::uint16_t cmd = config_read16(pci_command);
     config_write16(pci_command, cmd | cmd_memory_space | cmd_bus_master);
     std::uint16_t back = config_read16(pci_command);
     if ((back & (cmd_memory_space | cmd_bus_master)) != (cmd_memory_space | cmd_bus_master))
-        throw Error("enable bus master on", bdf_.str(), log::concat("command register reads 0x", std::hex, back, " after setting bits 1 and 2"));
+        throw Error("enable bus master on", bdf_.str(),
+                    log::concat("command register reads 0x", std::hex, back, " after setting bits 1 and 2"));
 }
 
 IrqInfo Device::irq_info(IrqType type) const {
@@ -250,8 +266,9 @@ void Device::enable_irqs(IrqType type, unsigned count) {
         fds.push_back(std::move(efd));
     }
     if (::ioctl(fd_.get(), VFIO_DEVICE_SET_IRQS, set) != 0)
-        throw Error::from_errno("route interrupts to eventfds:", what, errno,
-                                errno == EINVAL ? "another interrupt type may still be enabled, or the vector count is unsupported" : "");
+        throw Error::from_errno(
+            "route interrupts to eventfds:", what, errno,
+            errno == EINVAL ? "another interrupt type may still be enabled, or the vector count is unsupported" : "");
     irq_type_ = type;
     irq_fds_ = std::move(fds);
     log::debug("enabled ", count, " ", irq_name(type), " vector(s) on ", bdf_.str());
@@ -269,9 +286,7 @@ void Device::disable_irqs() noexcept {
     irq_fds_.clear();
 }
 
-int Device::irq_fd(unsigned vector) const noexcept {
-    return vector < irq_fds_.size() ? irq_fds_[vector].get() : -1;
-}
+int Device::irq_fd(unsigned vector) const noexcept { return vector < irq_fds_.size() ? irq_fds_[vector].get() : -1; }
 
 std::uint64_t Device::wait_irq(unsigned vector, int timeout_ms) const noexcept {
     int fd = irq_fd(vector);
@@ -290,7 +305,8 @@ std::uint64_t Device::wait_irq(unsigned vector, int timeout_ms) const noexcept {
 void Device::irq_action(std::uint32_t action, unsigned vector, const char* what) const {
     const std::string obj = log::concat(bdf_.str(), " ", irq_name(irq_type_), " vector ", vector);
     if (vector >= irq_fds_.size())
-        throw Error(what, obj, log::concat("not enabled (", irq_fds_.size(), " vector(s) enabled)"), "call enable_irqs() first");
+        throw Error(what, obj, log::concat("not enabled (", irq_fds_.size(), " vector(s) enabled)"),
+                    "call enable_irqs() first");
     vfio_irq_set set{};
     set.argsz = sizeof set;
     set.flags = VFIO_IRQ_SET_DATA_NONE | action;
@@ -311,7 +327,8 @@ void Device::unmask_irq(unsigned vector) const { irq_action(VFIO_IRQ_SET_ACTION_
 
 void Device::reset() const {
     if (!can_reset_)
-        throw Error("reset", bdf_.str(), "the kernel offers no reset for this device (no FLR, PM or bus reset it may use)",
+        throw Error("reset", bdf_.str(),
+                    "the kernel offers no reset for this device (no FLR, PM or bus reset it may use)",
                     "re-initialise it through its registers instead");
     if (::ioctl(fd_.get(), VFIO_DEVICE_RESET) != 0) throw Error::from_errno("reset", bdf_.str(), errno);
 }

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t buffer_bytes = std::size_t{128} << 20;
-constexpr unsigned copies = 8;  // 8 x 128 MiB = 1 GiB of IOVA
+constexpr unsigned copies = 8;                // 8 x 128 MiB = 1 GiB of IOVA
 constexpr std::uint32_t reg_status = 0x0008;  // 82576 8.2.2 STATUS, read-only
 constexpr std::uint32_t reg_eitr9 = 0x16a4;   // 82576 8.8.14 EITR[9]: throttling of an unused vector, read/write
 
@@ -70,7 +70,8 @@ int main(int argc, char** argv) try {
         nics >> bdf_text;
     }
     if (bdf_text.empty()) {
-        std::fprintf(stderr, "usage: vfio-bench BDF [repetitions]   (an igb bound to vfio-pci; in the lab it is found)\n");
+        std::fprintf(stderr,
+                     "usage: vfio-bench BDF [repetitions]   (an igb bound to vfio-pci; in the lab it is found)\n");
         return 2;
     }
     const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
@@ -102,7 +103,8 @@ int main(int argc, char** argv) try {
         rows.push_back({page == dma::page_2m ? "2 MiB" : "4 KiB", page, median(m), median(u)});
     }
     std::printf("\nDMA map + unmap of 1 GiB of IOVA (%u x 128 MiB), median of %d\n", copies, reps);
-    std::printf("| pages | map ms | unmap ms | map+unmap ms | per page us | vs 2 MiB |\n|---|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "| pages | map ms | unmap ms | map+unmap ms | per page us | vs 2 MiB |\n|---|---:|---:|---:|---:|---:|\n");
     const double base = rows[0].map_ms + rows[0].unmap_ms;
     for (const auto& r : rows) {
         double total = r.map_ms + r.unmap_ms;

@@ -6,7 +6,6 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstdio>
 #include <cstring>
 

@@ -10,7 +10,6 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -49,8 +48,8 @@ void reset_and_link(const vfio::Mmio& r) {
     r.write32(igb::IMC, ~0u);
     r.write32(igb::CTRL_EXT, r.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
     r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::SLU);
-    std::uint32_t bmcr = igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 |
-                         igb::phy::BMCR_FULL_DUPLEX;
+    std::uint32_t bmcr =
+        igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 | igb::phy::BMCR_FULL_DUPLEX;
     r.write32(igb::MDIC, bmcr | igb::phy::BMCR << igb::mdic::REG_SHIFT |
                              igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT | igb::mdic::OP_WRITE);
     REQUIRE(wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
@@ -76,7 +75,8 @@ public:
         b.write32(igb::RDH(0), 0);
         b.write32(igb::RDT(0), 0);
         b.write32(igb::RXDCTL(0), igb::rxdctl::ENABLE);
-        REQUIRE(wait_for([&] { return (b.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
+        REQUIRE(
+            wait_for([&] { return (b.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
         b.write32(igb::RCTL, igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC);
         // 8.12: A's transmit queue 0.
         a.write32(igb::TDBAL(0), static_cast<std::uint32_t>(rings.iova() + 4096));
@@ -85,8 +85,10 @@ public:
         a.write32(igb::TDH(0), 0);
         a.write32(igb::TDT(0), 0);
         a.write32(igb::TXDCTL(0), igb::rxdctl::ENABLE);
-        REQUIRE(wait_for([&] { return (a.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
-        a.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | (0xf << igb::tctl::CT_SHIFT) | (0x3f << igb::tctl::COLD_SHIFT));
+        REQUIRE(
+            wait_for([&] { return (a.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
+        a.write32(igb::TCTL,
+                  igb::tctl::EN | igb::tctl::PSP | (0xf << igb::tctl::CT_SHIFT) | (0x3f << igb::tctl::COLD_SHIFT));
     }
 
     // Sends `len` bytes at frame_iova from A; B receives them at rx_iova. Returns B's written length
@@ -98,8 +100,8 @@ public:
         vfio::wmb();
         b_.write32(igb::RDT(0), static_cast<std::uint32_t>(i + 1));
         tx_[i].read.buffer_addr = frame_iova;
-        tx_[i].read.cmd_type_len = len | igb::txd::DTYP_DATA | igb::txd::CMD_EOP | igb::txd::CMD_IFCS |
-                                   igb::txd::CMD_RS | igb::txd::CMD_DEXT;
+        tx_[i].read.cmd_type_len =
+            len | igb::txd::DTYP_DATA | igb::txd::CMD_EOP | igb::txd::CMD_IFCS | igb::txd::CMD_RS | igb::txd::CMD_DEXT;
         tx_[i].read.olinfo_status = len << igb::txd::PAYLEN_SHIFT;
         vfio::wmb();
         a_.write32(igb::TDT(0), static_cast<std::uint32_t>(i + 1));
@@ -166,8 +168,8 @@ TEST_CASE("1 GiB pages the guest lacks give an error, or 4 KiB pages by opt-in",
     dma::IovaAllocator iovas(domain);
     dma::MemoryOptions opt;
     opt.page_size = dma::page_1g;
-    CHECK_THROWS_WITH(dma::Memory::allocate(dma::page_1g, opt), ContainsSubstring("hugepages-1048576kB") &&
-                                                                     ContainsSubstring("allow_small_pages"));
+    CHECK_THROWS_WITH(dma::Memory::allocate(dma::page_1g, opt),
+                      ContainsSubstring("hugepages-1048576kB") && ContainsSubstring("allow_small_pages"));
     opt.allow_small_pages = true;
     dma::Memory small = dma::Memory::allocate(64 * 1024, opt);
     CHECK(small.page_size() == dma::page_4k);
@@ -223,9 +225,12 @@ TEST_CASE("a NIC's DMA lands in a peer window, and nothing lands once it is unma
     make_frame(frame2, len, std::random_device{}());
 
     // A 1 MiB window 1 MiB into the 64 MiB BAR; bad windows are refused first.
-    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 2, 0x100, 0x1000), ContainsSubstring("multiples of 4 KiB"));
-    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 2, 0, std::uint64_t{1} << 40), ContainsSubstring("outside the BAR"));
-    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 0), ContainsSubstring("BAR0"));  // ivshmem BAR0: 256-byte registers
+    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 2, 0x100, 0x1000),
+                      ContainsSubstring("multiples of 4 KiB"));
+    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 2, 0, std::uint64_t{1} << 40),
+                      ContainsSubstring("outside the BAR"));
+    CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 0),
+                      ContainsSubstring("BAR0"));    // ivshmem BAR0: 256-byte registers
     if (domain.backend() != vfio::Backend::type1) {  // iommufd maps no BAR by its user address
         CHECK_THROWS_WITH(dma::PeerWindow::map(domain, iovas, win, 2), ContainsSubstring("by design"));
         SKIP("peer windows need the type1 backend; " << vfio::to_string(domain.backend()) << " refused, as it should");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch_test_macros.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -29,7 +28,8 @@ inline std::vector<bardrive::pci::Bdf> bdfs(const char* var) {
 }
 
 inline Lab lab_or_skip() {
-    if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run it with lab/lab run basic --bind all -- <this binary>");
+    if (!std::getenv("BARDRIVE_LAB"))
+        SKIP("not in a lab guest: run it with lab/lab run basic --bind all -- <this binary>");
     Lab lab{bdfs("BARDRIVE_LAB_NICS"), bdfs("BARDRIVE_LAB_WINDOWS"),
             std::getenv("BARDRIVE_LAB_OUT") ? std::getenv("BARDRIVE_LAB_OUT") : ""};
     REQUIRE(lab.nics.size() >= 2);

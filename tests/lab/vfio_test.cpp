@@ -7,7 +7,6 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,8 +86,10 @@ TEST_CASE("region info, BAR mapping and config space of an igb", "[lab]") {
         vfio::RegionInfo ri = nic.region_info(bar);
         INFO("BAR" << bar << " size " << ri.size);
         std::uint32_t raw = nic.config_read32(0x10 + 4 * bar);
-        if (ri.size == 0) CHECK_THROWS_WITH(nic.map_bar(bar), ContainsSubstring("no such BAR"));
-        else if (raw & 1) CHECK_THROWS_WITH(nic.map_bar(bar), ContainsSubstring("does not allow mmap"));
+        if (ri.size == 0)
+            CHECK_THROWS_WITH(nic.map_bar(bar), ContainsSubstring("no such BAR"));
+        else if (raw & 1)
+            CHECK_THROWS_WITH(nic.map_bar(bar), ContainsSubstring("does not allow mmap"));
     }
     CHECK_THROWS_WITH(nic.map_bar(6), ContainsSubstring("BARs 0 to 5"));
 }
@@ -160,7 +161,7 @@ TEST_CASE("INTx fires, is masked by the kernel, and unmasks", "[lab]") {
     r.write32(igb::ICS, icr_lsc);
     CHECK(nic.wait_irq(0, 2000) == 1);
     (void)r.read32(igb::ICR);  // the cause is handled: the line drops
-    nic.unmask_irq(0);          // the kernel masked it when it fired
+    nic.unmask_irq(0);         // the kernel masked it when it fired
     nic.mask_irq(0);
     r.write32(igb::ICS, icr_lsc);
     CHECK(nic.wait_irq(0, 200) == 0);  // masked: nothing
@@ -227,15 +228,16 @@ TEST_CASE("every bad input has its error and leaves the guest usable", "[lab]") 
                               ContainsSubstring("bardrive bind " + b.str()));
         break;
     }
-    CHECK_THROWS_WITH(vfio::Device::open(domain, pci::Bdf::parse("0000:7f:1f.7")), ContainsSubstring("no such PCI device"));
+    CHECK_THROWS_WITH(vfio::Device::open(domain, pci::Bdf::parse("0000:7f:1f.7")),
+                      ContainsSubstring("no such PCI device"));
 
     vfio::Device nic = vfio::Device::open(domain, lab.nics[0]);
     CHECK_THROWS_WITH(vfio::Device::open(domain, lab.nics[0]), ContainsSubstring("already open in this domain"));
     {
         vfio::Domain other;  // the device (type1: its group) belongs to the first domain
         if (other.backend() == vfio::Backend::type1)
-            CHECK_THROWS_WITH(vfio::Device::open(other, lab.nics[0]), ContainsSubstring("/dev/vfio/") &&
-                                                                           ContainsSubstring("holds it"));
+            CHECK_THROWS_WITH(vfio::Device::open(other, lab.nics[0]),
+                              ContainsSubstring("/dev/vfio/") && ContainsSubstring("holds it"));
         else
             CHECK_THROWS_AS(vfio::Device::open(other, lab.nics[0]), Error);
     }
@@ -249,7 +251,8 @@ TEST_CASE("every bad input has its error and leaves the guest usable", "[lab]") 
     CHECK_THROWS_WITH(domain.map(mem.data(), 0x100000, mem.size()), ContainsSubstring("overlaps"));
     if (ranges.size() > 1) {
         std::uint64_t hole = ranges[0].last + 1;  // x86: the MSI window 0xfee00000
-        CHECK_THROWS_WITH(domain.map(mem.data(), hole, 4096), ContainsSubstring("outside the IOMMU's usable IOVA ranges"));
+        CHECK_THROWS_WITH(domain.map(mem.data(), hole, 4096),
+                          ContainsSubstring("outside the IOMMU's usable IOVA ranges"));
     }
     CHECK_THROWS_WITH(domain.map(mem.data(), 0x800000, 100), ContainsSubstring("multiples of 4 KiB"));
     CHECK_THROWS_WITH(domain.unmap(0x200000, 4096), ContainsSubstring("no mapping with exactly"));

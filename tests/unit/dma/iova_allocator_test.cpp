@@ -1,13 +1,13 @@
+#include "dma/iova_allocator.hpp"
+
 #include <catch2/catch_get_random_seed.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <map>
 #include <optional>
 #include <random>
 
 #include "core/error.hpp"
-#include "dma/iova_allocator.hpp"
 
 using namespace bardrive;
 using Catch::Matchers::ContainsSubstring;

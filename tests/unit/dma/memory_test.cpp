@@ -1,11 +1,11 @@
+#include "dma/memory.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstring>
 
 #include "core/error.hpp"
 #include "core/file.hpp"
-#include "dma/memory.hpp"
 
 using namespace bardrive;
 using Catch::Matchers::ContainsSubstring;
@@ -35,8 +35,8 @@ TEST_CASE("missing hugepages give an error saying how to reserve them, or an opt
     dma::MemoryOptions opt;
     opt.page_size = dma::page_1g;
     CHECK_THROWS_WITH(dma::Memory::allocate(1, opt), ContainsSubstring("1 GiB in 1 GiB pages") &&
-                                                          ContainsSubstring("nr_hugepages") &&
-                                                          ContainsSubstring("allow_small_pages"));
+                                                         ContainsSubstring("nr_hugepages") &&
+                                                         ContainsSubstring("allow_small_pages"));
     opt.allow_small_pages = true;
     dma::Memory m = dma::Memory::allocate(8192, opt);
     CHECK(m.page_size() == dma::page_4k);

@@ -1,12 +1,12 @@
+#include "vfio/mmio.hpp"
+
 #include <sys/mman.h>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cstring>
 
 #include "core/error.hpp"
-#include "vfio/mmio.hpp"
 
 using bardrive::vfio::Mmio;
 using Catch::Matchers::ContainsSubstring;
@@ -29,7 +29,7 @@ TEST_CASE("Mmio accesses land at the offset with the width asked for") {
     const volatile std::uint8_t* b = bar.data();
     CHECK(b[0x10] == 0xef);  // little-endian, like the devices' registers
     CHECK(b[0x13] == 0xde);
-    CHECK(b[0x14] == 0);     // nothing spilled past the 4 bytes
+    CHECK(b[0x14] == 0);  // nothing spilled past the 4 bytes
     CHECK(b[0x20] == 0x34);
     CHECK(b[0x22] == 0);
     CHECK(b[0x23] == 0x56);

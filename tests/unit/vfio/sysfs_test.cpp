@@ -1,10 +1,11 @@
+#include "vfio/sysfs.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "core/error.hpp"
 #include "fake_sysfs.hpp"
 #include "vfio/bind.hpp"
-#include "vfio/sysfs.hpp"
 
 using namespace bardrive;
 using Catch::Matchers::ContainsSubstring;
@@ -38,8 +39,8 @@ TEST_CASE("opening a device explains why it cannot be opened") {
     fake.device(nvme.str(), 13, "");
     vfio::Sysfs sys(fake.root());
 
-    CHECK_THROWS_WITH(vfio::check_openable(sys, nic0),
-                      ContainsSubstring("bound to igb, not vfio-pci") && ContainsSubstring("bardrive bind 0000:01:00.0"));
+    CHECK_THROWS_WITH(vfio::check_openable(sys, nic0), ContainsSubstring("bound to igb, not vfio-pci") &&
+                                                           ContainsSubstring("bardrive bind 0000:01:00.0"));
     CHECK_THROWS_WITH(vfio::check_openable(sys, nvme), ContainsSubstring("not bound to any driver"));
     CHECK_THROWS_WITH(vfio::check_openable(sys, nic1),
                       ContainsSubstring("no IOMMU group") && ContainsSubstring("intel_iommu=on"));
@@ -77,9 +78,9 @@ TEST_CASE("bind refuses, changing nothing, when it would break a group in use") 
     CHECK(fake.read("devices/pci0000:00/0000:01:00.0/driver_override") == "(null)\n");
 
     SECTION("a device whose interface is up needs --force") {
-        CHECK_THROWS_WITH(vfio::bind(sys, {nic0, nic1}, opt),
-                          ContainsSubstring("0000:01:00.1") && ContainsSubstring("interface of it is up") &&
-                              ContainsSubstring("--force"));
+        CHECK_THROWS_WITH(vfio::bind(sys, {nic0, nic1}, opt), ContainsSubstring("0000:01:00.1") &&
+                                                                  ContainsSubstring("interface of it is up") &&
+                                                                  ContainsSubstring("--force"));
         CHECK(fake.read("devices/pci0000:00/0000:01:00.0/driver_override") == "(null)\n");
     }
     SECTION("with the whole group and --force it goes ahead and remembers the drivers") {
@@ -104,8 +105,8 @@ TEST_CASE("bind and unbind reject bad input before touching anything") {
     vfio::Sysfs sys(fake.root());
     vfio::BindOptions opt;
     opt.state_dir = fake.root() + "/run";
-    CHECK_THROWS_WITH(vfio::bind(sys, {nic0}, opt), ContainsSubstring("vfio-pci driver is not loaded") &&
-                                                         ContainsSubstring("modprobe vfio-pci"));
+    CHECK_THROWS_WITH(vfio::bind(sys, {nic0}, opt),
+                      ContainsSubstring("vfio-pci driver is not loaded") && ContainsSubstring("modprobe vfio-pci"));
     fake.driver("vfio-pci");
     CHECK_THROWS_WITH(vfio::bind(sys, {pci::Bdf::parse("0000:09:00.0")}, opt), ContainsSubstring("no such PCI device"));
     CHECK_THROWS_WITH(vfio::unbind(sys, {nic0}, false, opt), ContainsSubstring("bound to igb, not vfio-pci"));
