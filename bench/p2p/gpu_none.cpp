@@ -6,8 +6,8 @@ namespace bardrive::bench {
 GpuList list_gpus() {
     GpuList l;
     l.reason =
-        "bardrive was built without CUDA (meson found no nvcc; reconfigure with -Dcuda=enabled where the "
-        "CUDA toolkit is installed)";
+        "bardrive was built without CUDA (-Dcuda=disabled, or meson found no nvcc): reconfigure with "
+        "-Dcuda=enabled where the CUDA toolkit is installed";
     return l;
 }
 
