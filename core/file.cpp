@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/error.hpp"
@@ -16,7 +17,8 @@ std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_by
     std::vector<std::uint8_t> out;
     std::uint8_t buf[4096];
     while (out.size() < max_bytes) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        // Never ask for more than is wanted: sysfs config reads beyond it trap to the device (slow).
+        ssize_t n = ::read(fd.get(), buf, std::min(sizeof buf, max_bytes - out.size()));
         if (n < 0) {
             if (errno == EINTR) continue;
             throw Error::from_errno("read", path, errno);
@@ -24,7 +26,6 @@ std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_by
         if (n == 0) break;
         out.insert(out.end(), buf, buf + n);
     }
-    if (out.size() > max_bytes) out.resize(max_bytes);
     return out;
 }
 
