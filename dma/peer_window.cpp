@@ -21,12 +21,11 @@ PeerWindow PeerWindow::map(vfio::Domain& domain, IovaAllocator& iovas, const vfi
     // The BAR is reached through the CPU mapping: type1 resolves its VM_PFNMAP pages to the BAR's
     // bus addresses. The pointer is only handed to the kernel, never dereferenced here.
     const void* cpu = const_cast<const std::uint8_t*>(w.bar_.data()) + offset;
-    if (domain.iova_is_physical()) {
-        // No IOMMU: the device must see the BAR's bus address, which pagemap gives once each page of the
-        // CPU mapping has been faulted in (VFIO maps BAR pages on first touch).
-        for (std::uint64_t off = 0; off < size; off += page_4k)
-            (void)*reinterpret_cast<const volatile std::uint8_t*>(static_cast<const std::uint8_t*>(cpu) + off);
-    }
+    if (domain.iova_is_physical())
+        // The device would need the BAR's bus address, and /proc/self/pagemap does not report the PFNs
+        // of VFIO's (possibly huge) BAR mappings, so the address cannot be checked the way memory is.
+        throw Error("map peer window", name, "not supported in VFIO no-IOMMU mode",
+                    "use an IOMMU (type1 backend) for peer-to-peer windows");
     try {
         w.mapping_ = Mapping::map(domain, iovas, cpu, size);
     } catch (const Error& e) {

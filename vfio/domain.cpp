@@ -144,7 +144,9 @@ void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access
         throw Error("map DMA", what,
                     log::concat("in no-IOMMU mode the device sees physical addresses, and vaddr 0x", std::hex, va,
                                 " is not physically contiguous memory at that address"),
-                    "use dma::Mapping with dma::Memory (hugepages), which takes the IOVA from /proc/self/pagemap");
+                    "without an IOMMU one mapping cannot span separate pages: keep each within one hugepage "
+                    "(dma::Memory of at most 2 MiB, or 1 GiB pages) and map it with dma::Mapping, which takes "
+                    "the IOVA from /proc/self/pagemap");
     auto& maps = state_->mappings;
     auto next = maps.lower_bound(iova);
     if (next != maps.end() && next->first < iova + size)

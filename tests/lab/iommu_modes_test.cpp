@@ -1,7 +1,7 @@
 // One IOMMU mode per run (lab/each-iommu-mode sets BARDRIVE_IOMMU): the domain runs in the mode asked
 // for, real NIC DMA lands in host memory through that mode's translation (type1, iommufd, the compat
-// container) or at physical addresses (no-IOMMU), and a peer window either works (type1, no-IOMMU) or
-// is refused with the explanation (iommufd, compat). Registered for both lab kernels in meson.build.
+// container) or at physical addresses (no-IOMMU), and a peer window either works (type1) or is refused
+// with the explanation (iommufd, compat, no-IOMMU). Registered for both lab kernels in meson.build.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
@@ -39,6 +39,14 @@ vfio::Backend expected_backend() {
     return kernel && std::string(kernel) == "full" ? vfio::Backend::iommufd_compat : vfio::Backend::type1;
 }
 
+// Rings small enough that both NICs' RX rings fit the one-hugepage pool.
+nic::IgbOptions small_rings() {
+    nic::IgbOptions o;
+    o.rx_ring = 256;
+    o.tx_ring = 256;
+    return o;
+}
+
 struct Bed {
     Bed() : lab(labenv::lab_or_skip()) {
         if (!std::getenv("BARDRIVE_IOMMU")) SKIP("run under lab/each-iommu-mode, which sets BARDRIVE_IOMMU");
@@ -46,7 +54,8 @@ struct Bed {
         a = std::make_unique<vfio::Device>(vfio::Device::open(*domain, lab.nics[0]));
         b = std::make_unique<vfio::Device>(vfio::Device::open(*domain, lab.nics[1]));
         iovas = std::make_unique<dma::IovaAllocator>(*domain);
-        pool = std::make_unique<dma::BufferPool>(*domain, *iovas, 2048, 2048);
+        // One 2 MiB hugepage: without an IOMMU a mapping must be physically contiguous.
+        pool = std::make_unique<dma::BufferPool>(*domain, *iovas, 2048, 1024);
     }
     labenv::Lab lab;
     std::unique_ptr<vfio::Domain> domain;
@@ -96,8 +105,8 @@ TEST_CASE("the domain runs in the IOMMU mode BARDRIVE_IOMMU asked for", "[lab]")
 
 TEST_CASE("NIC DMA lands in host memory through this mode's translation, byte-exact", "[lab]") {
     Bed bed;
-    nic::Igb a(*bed.a, *bed.iovas, *bed.pool);
-    nic::Igb b(*bed.b, *bed.iovas, *bed.pool);
+    nic::Igb a(*bed.a, *bed.iovas, *bed.pool, small_rings());
+    nic::Igb b(*bed.b, *bed.iovas, *bed.pool, small_rings());
     const std::uint32_t n = 200, len = 700;
     auto got = send(a, b, *bed.pool, n, len);
     REQUIRE(got.size() == n);
@@ -128,18 +137,23 @@ TEST_CASE("a peer window works where the mode allows it and is refused with the 
                           ContainsSubstring("by design") && ContainsSubstring("dma-buf") &&
                               ContainsSubstring("BARDRIVE_IOMMU=type1"));
         // Refused cleanly: the NICs still DMA into host memory afterwards.
-        nic::Igb a(*bed.a, *bed.iovas, *bed.pool);
-        nic::Igb b(*bed.b, *bed.iovas, *bed.pool);
+        nic::Igb a(*bed.a, *bed.iovas, *bed.pool, small_rings());
+        nic::Igb b(*bed.b, *bed.iovas, *bed.pool, small_rings());
         auto got = send(a, b, *bed.pool, 10, 200);
         CHECK(got.size() == 10);
         for (auto& p : got) nic::Igb::release(p);
         return;
     }
+    if (backend == vfio::Backend::noiommu) {
+        CHECK_THROWS_WITH(dma::PeerWindow::map(*bed.domain, *bed.iovas, win, 2),
+                          ContainsSubstring("not supported in VFIO no-IOMMU mode"));
+        return;
+    }
     auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, win, 2);
     dma::BufferPool win_pool(window, 2048, 32);
-    nic::IgbOptions o;
+    nic::IgbOptions o = small_rings();
     o.rx_ring = 16;
-    nic::Igb a(*bed.a, *bed.iovas, *bed.pool);
+    nic::Igb a(*bed.a, *bed.iovas, *bed.pool, small_rings());
     nic::Igb b(*bed.b, *bed.iovas, win_pool, o);
     auto got = send(a, b, *bed.pool, 8, 300);
     REQUIRE(got.size() == 8);
