@@ -13,6 +13,17 @@ flags=$(pkg-config --cflags --libs bardrive)
 echo "pkg-config: $flags"
 # shellcheck disable=SC2086
 c++ -std=c++20 -o "$work/outside" "$source_dir/outside.cpp" $flags
+# Every installed header must compile on its own with nothing but those flags (.cuh needs nvcc).
+incdir=$(pkg-config --cflags-only-I bardrive | sed 's/^ *-I//; s/ .*//')
+count=0
+while IFS= read -r h; do
+    printf '#include <%s>\nint main() { return 0; }\n' "${h#"$incdir"/}" >"$work/one.cpp"
+    # shellcheck disable=SC2086
+    c++ -std=c++20 -fsyntax-only $flags "$work/one.cpp" || { echo "installed header ${h#"$incdir"/} does not compile alone"; exit 1; }
+    count=$((count + 1))
+done < <(find "$incdir/bardrive" -name '*.hpp' | sort)
+echo "$count installed headers compile on their own"
+[ "$count" -gt 0 ]
 libdir=$(pkg-config --libs-only-L bardrive | sed 's/^ *-L//; s/ .*//')
 out=$(LD_LIBRARY_PATH="$libdir" "$work/outside")
 echo "outside program printed: $out"
