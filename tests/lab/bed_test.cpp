@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "lab_env.hpp"
 #include "dma/iova_allocator.hpp"
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
@@ -31,45 +32,12 @@ namespace igb = bardrive::nic::igb;
 
 namespace {
 
-// The guest environment lab/lab provides (docs/lab.md).
-struct Lab {
-    std::vector<pci::Bdf> nics;
-    std::vector<pci::Bdf> windows;
-    std::string out;
-};
-
-std::vector<pci::Bdf> bdfs(const char* var) {
-    std::vector<pci::Bdf> out;
-    std::istringstream words(std::getenv(var) ? std::getenv(var) : "");
-    for (std::string w; words >> w;) out.push_back(pci::Bdf::parse(w));
-    return out;
-}
-
-Lab lab_or_skip() {
-    if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run it with lab/lab run basic -- <this binary>");
-    Lab lab{bdfs("BARDRIVE_LAB_NICS"), bdfs("BARDRIVE_LAB_WINDOWS"), std::getenv("BARDRIVE_LAB_OUT")};
-    REQUIRE(lab.nics.size() >= 2);
-    REQUIRE(lab.windows.size() >= 1);
-    return lab;
-}
-
-// Polls until pred() holds or timeout; the device model runs on other host threads.
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::milliseconds timeout) {
-    auto end = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    return true;
-}
-
 // Reset (8.2.1 CTRL.RST), mask every interrupt, set link up and restart auto-negotiation in the PHY
 // through MDIC (8.2.4); returns once STATUS.LU is set (QEMU completes auto-negotiation on a timer).
 void reset_and_link(const vfio::Mmio& r) {
     r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::RST);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    REQUIRE(wait_for([&] { return (r.read32(igb::CTRL) & igb::ctrl::RST) == 0; }, std::chrono::seconds(2)));
+    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::CTRL) & igb::ctrl::RST) == 0; }, std::chrono::seconds(2)));
     r.write32(igb::IMC, ~0u);
     r.write32(igb::CTRL_EXT, r.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
     r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::SLU);
@@ -77,9 +45,9 @@ void reset_and_link(const vfio::Mmio& r) {
                          igb::phy::BMCR_FULL_DUPLEX;
     r.write32(igb::MDIC, bmcr | igb::phy::BMCR << igb::mdic::REG_SHIFT |
                              igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT | igb::mdic::OP_WRITE);
-    REQUIRE(wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
+    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
     REQUIRE((r.read32(igb::MDIC) & igb::mdic::ERROR) == 0);
-    REQUIRE(wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
+    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
 }
 
 constexpr std::size_t ring_descs = igb::RING_ALIGN_DESCS;  // the smallest ring the device accepts
@@ -89,7 +57,7 @@ constexpr std::size_t frame_len = 128;
 }  // namespace
 
 TEST_CASE("an igb opened through VFIO answers CTRL and STATUS", "[lab]") {
-    Lab lab = lab_or_skip();
+    labenv::Lab lab = labenv::lab_or_skip();
     vfio::Domain domain;
     vfio::Device nic = vfio::Device::open(domain, lab.nics[0]);
     CHECK(nic.config_read16(0x00) == igb::VENDOR_INTEL);
@@ -103,7 +71,7 @@ TEST_CASE("an igb opened through VFIO answers CTRL and STATUS", "[lab]") {
 }
 
 TEST_CASE("a hugepage buffer maps for DMA inside the domain's IOVA ranges", "[lab]") {
-    Lab lab = lab_or_skip();
+    labenv::Lab lab = labenv::lab_or_skip();
     vfio::Domain domain;
     vfio::Device nic = vfio::Device::open(domain, lab.nics[0]);
     dma::IovaAllocator iovas(domain);
@@ -119,7 +87,7 @@ TEST_CASE("a hugepage buffer maps for DMA inside the domain's IOVA ranges", "[la
 }
 
 TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[lab]") {
-    Lab lab = lab_or_skip();
+    labenv::Lab lab = labenv::lab_or_skip();
     vfio::Domain domain;
     vfio::Device a = vfio::Device::open(domain, lab.nics[0]);
     vfio::Device b = vfio::Device::open(domain, lab.nics[1]);
@@ -164,7 +132,7 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     rb.write32(igb::RDH(0), 0);
     rb.write32(igb::RDT(0), 0);
     rb.write32(igb::RXDCTL(0), igb::rxdctl::ENABLE);
-    REQUIRE(wait_for([&] { return (rb.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
+    REQUIRE(labenv::wait_for([&] { return (rb.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
     rb.write32(igb::RCTL, igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC);
     vfio::wmb();
     rb.write32(igb::RDT(0), 1);
@@ -180,7 +148,7 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     ra.write32(igb::TDH(0), 0);
     ra.write32(igb::TDT(0), 0);
     ra.write32(igb::TXDCTL(0), igb::rxdctl::ENABLE);
-    REQUIRE(wait_for([&] { return (ra.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
+    REQUIRE(labenv::wait_for([&] { return (ra.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
     ra.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | (0xf << igb::tctl::CT_SHIFT) | (0x3f << igb::tctl::COLD_SHIFT));
 
     // Nothing in the window yet (a fresh backing file per run).
@@ -189,8 +157,8 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
 
     vfio::wmb();
     ra.write32(igb::TDT(0), 1);
-    REQUIRE(wait_for([&] { return (tx_ring[0].wb.status & igb::txd::STA_DD) != 0; }, std::chrono::seconds(5)));
-    REQUIRE(wait_for([&] { return (rx_ring[0].wb.status_error & igb::rxd::DD) != 0; }, std::chrono::seconds(5)));
+    REQUIRE(labenv::wait_for([&] { return (tx_ring[0].wb.status & igb::txd::STA_DD) != 0; }, std::chrono::seconds(5)));
+    REQUIRE(labenv::wait_for([&] { return (rx_ring[0].wb.status_error & igb::rxd::DD) != 0; }, std::chrono::seconds(5)));
     vfio::rmb();
     CHECK((rx_ring[0].wb.status_error & igb::rxd::EOP) != 0);
     CHECK((rx_ring[0].wb.status_error & igb::rxd::ERR_RXE) == 0);
