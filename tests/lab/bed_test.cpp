@@ -32,23 +32,6 @@ namespace igb = bardrive::nic::igb;
 
 namespace {
 
-// Reset (8.2.1 CTRL.RST), mask every interrupt, set link up and restart auto-negotiation in the PHY
-// through MDIC (8.2.4); returns once STATUS.LU is set (QEMU completes auto-negotiation on a timer).
-void reset_and_link(const vfio::Mmio& r) {
-    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::RST);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::CTRL) & igb::ctrl::RST) == 0; }, std::chrono::seconds(2)));
-    r.write32(igb::IMC, ~0u);
-    r.write32(igb::CTRL_EXT, r.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
-    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::SLU);
-    std::uint32_t bmcr = igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 |
-                         igb::phy::BMCR_FULL_DUPLEX;
-    r.write32(igb::MDIC, bmcr | igb::phy::BMCR << igb::mdic::REG_SHIFT |
-                             igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT | igb::mdic::OP_WRITE);
-    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
-    REQUIRE((r.read32(igb::MDIC) & igb::mdic::ERROR) == 0);
-    REQUIRE(labenv::wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
-}
 
 constexpr std::size_t ring_descs = igb::RING_ALIGN_DESCS;  // the smallest ring the device accepts
 constexpr std::uint64_t window_offset = 0x1000;            // where NIC B's receive buffer sits in the window
@@ -65,7 +48,7 @@ TEST_CASE("an igb opened through VFIO answers CTRL and STATUS", "[lab]") {
     nic.enable_bus_master();
     vfio::Mmio regs = nic.map_bar(0);
     REQUIRE(regs.size() >= igb::BAR0_MIN_SIZE);
-    reset_and_link(regs);
+    labenv::igb_reset_and_link(regs);
     CHECK((regs.read32(igb::CTRL) & igb::ctrl::SLU) != 0);
     CHECK((regs.read32(igb::STATUS) & igb::status::LU) != 0);
 }
@@ -97,8 +80,8 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     win.enable_bus_master();
     vfio::Mmio ra = a.map_bar(0);
     vfio::Mmio rb = b.map_bar(0);
-    reset_and_link(ra);
-    reset_and_link(rb);
+    labenv::igb_reset_and_link(ra);
+    labenv::igb_reset_and_link(rb);
 
     dma::IovaAllocator iovas(domain);
     dma::Memory mem = dma::Memory::allocate(dma::page_2m);

@@ -41,20 +41,6 @@ bool inside_ranges(const vfio::Domain& d, std::uint64_t iova, std::uint64_t size
     return false;
 }
 
-// Reset (8.2.1), mask interrupts, link up through the PHY (8.2.4); QEMU finishes autoneg on a timer.
-void reset_and_link(const vfio::Mmio& r) {
-    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::RST);
-    REQUIRE(wait_for([&] { return (r.read32(igb::CTRL) & igb::ctrl::RST) == 0; }, std::chrono::seconds(2)));
-    r.write32(igb::IMC, ~0u);
-    r.write32(igb::CTRL_EXT, r.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
-    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::SLU);
-    std::uint32_t bmcr =
-        igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 | igb::phy::BMCR_FULL_DUPLEX;
-    r.write32(igb::MDIC, bmcr | igb::phy::BMCR << igb::mdic::REG_SHIFT |
-                             igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT | igb::mdic::OP_WRITE);
-    REQUIRE(wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
-    REQUIRE(wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
-}
 
 // NIC A's TX ring and NIC B's RX ring (8 descriptors each, in `mem`), one frame per send().
 class Wire {
@@ -215,8 +201,8 @@ TEST_CASE("a NIC's DMA lands in a peer window, and nothing lands once it is unma
     b.enable_bus_master();
     vfio::Mmio ra = a.map_bar(0);
     vfio::Mmio rb = b.map_bar(0);
-    reset_and_link(ra);
-    reset_and_link(rb);
+    labenv::igb_reset_and_link(ra);
+    labenv::igb_reset_and_link(rb);
 
     dma::IovaAllocator iovas(domain);
     dma::Memory mem = dma::Memory::allocate(dma::page_2m);

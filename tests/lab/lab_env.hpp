@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "nic/igb_regs.hpp"
 #include "pci/bdf.hpp"
+#include "vfio/mmio.hpp"
 
 namespace labenv {
 
@@ -46,6 +48,25 @@ bool wait_for(Pred pred, std::chrono::milliseconds timeout) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     return true;
+}
+
+// Reset (8.2.1 CTRL.RST), mask every interrupt, set link up and restart auto-negotiation in the PHY
+// through MDIC (8.2.4); returns once STATUS.LU is set (QEMU completes auto-negotiation on a timer).
+inline void igb_reset_and_link(const bardrive::vfio::Mmio& r) {
+    namespace igb = bardrive::nic::igb;
+    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::RST);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(wait_for([&] { return (r.read32(igb::CTRL) & igb::ctrl::RST) == 0; }, std::chrono::seconds(2)));
+    r.write32(igb::IMC, ~0u);
+    r.write32(igb::CTRL_EXT, r.read32(igb::CTRL_EXT) | igb::ctrl_ext::DRV_LOAD);
+    r.write32(igb::CTRL, r.read32(igb::CTRL) | igb::ctrl::SLU);
+    std::uint32_t bmcr =
+        igb::phy::BMCR_AUTONEG | igb::phy::BMCR_ANRESTART | igb::phy::BMCR_SPEED1000 | igb::phy::BMCR_FULL_DUPLEX;
+    r.write32(igb::MDIC, bmcr | igb::phy::BMCR << igb::mdic::REG_SHIFT |
+                             igb::mdic::INTERNAL_PHY << igb::mdic::PHY_SHIFT | igb::mdic::OP_WRITE);
+    REQUIRE(wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
+    REQUIRE((r.read32(igb::MDIC) & igb::mdic::ERROR) == 0);
+    REQUIRE(wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
 }
 
 }  // namespace labenv
