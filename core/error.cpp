@@ -5,8 +5,7 @@
 namespace bardrive {
 
 namespace {
-std::string compose(const std::string& op, const std::string& obj, const std::string& detail,
-                    const std::string& hint) {
+std::string compose(const std::string& op, const std::string& obj, const std::string& detail, const std::string& hint) {
     std::string msg = op;
     if (!obj.empty()) msg += " " + obj;
     if (!detail.empty()) msg += ": " + detail;

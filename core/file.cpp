@@ -32,8 +32,7 @@ std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_by
 std::string read_text(const std::string& path) {
     auto bytes = read_bytes(path);
     std::string s(bytes.begin(), bytes.end());
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\0'))
-        s.pop_back();
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\0')) s.pop_back();
     return s;
 }
 

@@ -19,8 +19,7 @@ Level level() noexcept {
 
 void write(Level lvl, std::string_view msg) noexcept {
     static constexpr const char* tags[] = {"warning", "info", "debug"};
-    std::fprintf(stderr, "bardrive %s: %.*s\n", tags[static_cast<int>(lvl)], static_cast<int>(msg.size()),
-                 msg.data());
+    std::fprintf(stderr, "bardrive %s: %.*s\n", tags[static_cast<int>(lvl)], static_cast<int>(msg.size()), msg.data());
 }
 
 }  // namespace bardrive::log

@@ -24,8 +24,7 @@ std::uint64_t page_size() {
 std::uint64_t entry(int fd, std::uintptr_t va) {
     std::uint64_t e = 0;
     auto off = static_cast<off_t>(va / page_size() * sizeof e);
-    if (::pread(fd, &e, sizeof e, off) != static_cast<ssize_t>(sizeof e))
-        throw Error::from_errno("read", path, errno);
+    if (::pread(fd, &e, sizeof e, off) != static_cast<ssize_t>(sizeof e)) throw Error::from_errno("read", path, errno);
     return e;
 }
 }  // namespace
@@ -45,7 +44,8 @@ std::uint64_t physical_address(int fd, const void* vaddr) {
                     "touch or lock the memory first (dma::Memory does)");
     std::uint64_t pfn = e & pfn_mask;
     if (pfn == 0)
-        throw Error("find the physical address of", log::concat("0x", std::hex, va), "the kernel hides page frame numbers",
+        throw Error("find the physical address of", log::concat("0x", std::hex, va),
+                    "the kernel hides page frame numbers",
                     "run as root (reading PFNs from /proc/self/pagemap needs CAP_SYS_ADMIN)");
     return pfn * page_size() + va % page_size();
 }

@@ -17,7 +17,8 @@ BufferPool::BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t b
                        const MemoryOptions& options)
     : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
     if (buffer_size == 0 || count == 0)
-        throw Error("create buffer pool", log::concat(count, " x ", buffer_size, " bytes"), "buffer size and count must be non-zero");
+        throw Error("create buffer pool", log::concat(count, " x ", buffer_size, " bytes"),
+                    "buffer size and count must be non-zero");
     if (stride_ > (std::size_t{1} << 40) / count)
         throw Error("create buffer pool", log::concat(count, " x ", buffer_size, " bytes"), "larger than 1 TiB");
     memory_ = Memory::allocate(stride_ * count, options);
@@ -34,9 +35,10 @@ BufferPool::BufferPool(const PeerWindow& window, std::size_t buffer_size, std::u
     const std::size_t fit = buffer_size == 0 ? 0 : window.size() / stride_;
     if (count_ == 0) count_ = static_cast<std::uint32_t>(std::min<std::size_t>(fit, UINT32_MAX));
     if (buffer_size == 0 || count_ == 0 || count_ > fit)
-        throw Error("create buffer pool", window.cpu().name(),
-                    log::concat(count, " x ", buffer_size, " bytes do not fit in a window of ", window.size(), " bytes"),
-                    "use a larger window or fewer/smaller buffers");
+        throw Error(
+            "create buffer pool", window.cpu().name(),
+            log::concat(count, " x ", buffer_size, " bytes do not fit in a window of ", window.size(), " bytes"),
+            "use a larger window or fewer/smaller buffers");
     base_ = const_cast<std::byte*>(reinterpret_cast<volatile std::byte*>(window.cpu().data() + window.bar_offset()));
     base_iova_ = window.iova();
     free_.resize(count_);

@@ -30,8 +30,8 @@ public:
     // Nothing of its own is mapped (mapping() is empty); the window must outlive the pool.
     BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count = 0);
 
-    bool alloc(Buffer& out) noexcept;            // false when the pool is empty
-    void free(std::uint32_t index) noexcept;     // index from a Buffer this pool gave out
+    bool alloc(Buffer& out) noexcept;         // false when the pool is empty
+    void free(std::uint32_t index) noexcept;  // index from a Buffer this pool gave out
     Buffer at(std::uint32_t index) const noexcept;
 
     std::size_t buffer_size() const noexcept { return buffer_size_; }

@@ -14,7 +14,8 @@ PeerWindow PeerWindow::map(vfio::Domain& domain, IovaAllocator& iovas, const vfi
     const std::string& name = w.bar_.name();
     if (offset >= w.bar_.size() || (size != 0 && size > w.bar_.size() - offset))
         throw Error("map peer window", name,
-                    log::concat("offset 0x", std::hex, offset, " size 0x", size, " outside the BAR (0x", w.bar_.size(), " bytes)"));
+                    log::concat("offset 0x", std::hex, offset, " size 0x", size, " outside the BAR (0x", w.bar_.size(),
+                                " bytes)"));
     if (size == 0) size = w.bar_.size() - offset;
     if (offset % page_4k != 0 || size % page_4k != 0)
         throw Error("map peer window", name, "offset and size must be multiples of 4 KiB");
@@ -30,7 +31,8 @@ PeerWindow PeerWindow::map(vfio::Domain& domain, IovaAllocator& iovas, const vfi
         w.mapping_ = Mapping::map(domain, iovas, cpu, size);
     } catch (const Error& e) {
         if (e.error_number() == 0) throw;
-        bool via_iommufd = domain.backend() == vfio::Backend::iommufd || domain.backend() == vfio::Backend::iommufd_compat;
+        bool via_iommufd =
+            domain.backend() == vfio::Backend::iommufd || domain.backend() == vfio::Backend::iommufd_compat;
         throw Error("map peer window", name, e.detail(),
                     via_iommufd
                         ? std::string("iommufd (") + vfio::to_string(domain.backend()) +

@@ -14,10 +14,14 @@ std::optional<std::uint32_t> take_hex(std::string_view& text, std::size_t max_di
     while (n < text.size() && n < max_digits) {
         char c = text[n];
         int d;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        else break;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            break;
         v = v * 16 + static_cast<std::uint32_t>(d);
         ++n;
     }

@@ -26,7 +26,8 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
             } else if (i + 1 < argv.size()) {
                 flags_.emplace(name, argv[++i]);
             } else {
-                throw Error("bardrive " + command, "--" + name, "needs a value", "see 'bardrive " + command + " --help'");
+                throw Error("bardrive " + command, "--" + name, "needs a value",
+                            "see 'bardrive " + command + " --help'");
             }
         } else {
             throw Error("bardrive " + command, "--" + name, "unknown option", "see 'bardrive " + command + " --help'");

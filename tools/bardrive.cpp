@@ -8,10 +8,10 @@
 
 namespace bardrive::tools {
 
-int run_bench(const CommandArgs&);  // cmd_bench.cpp
-int run_topo(const CommandArgs&);   // cmd_topo.cpp
-int run_bind(const CommandArgs&);   // cmd_bind.cpp
-int run_unbind(const CommandArgs&); // cmd_bind.cpp
+int run_bench(const CommandArgs&);   // cmd_bench.cpp
+int run_topo(const CommandArgs&);    // cmd_topo.cpp
+int run_bind(const CommandArgs&);    // cmd_bind.cpp
+int run_unbind(const CommandArgs&);  // cmd_bind.cpp
 
 namespace {
 

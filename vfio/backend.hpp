@@ -26,8 +26,8 @@ public:
     virtual int unmap(std::uint64_t iova, std::uint64_t size) noexcept = 0;
 };
 
-std::unique_ptr<DomainBackend> make_type1();     // also iommufd's compat container, where /dev/vfio/vfio is that
-std::unique_ptr<DomainBackend> make_iommufd();   // /dev/iommu + the device cdev
-std::unique_ptr<DomainBackend> make_noiommu();   // the container in no-IOMMU mode
+std::unique_ptr<DomainBackend> make_type1();    // also iommufd's compat container, where /dev/vfio/vfio is that
+std::unique_ptr<DomainBackend> make_iommufd();  // /dev/iommu + the device cdev
+std::unique_ptr<DomainBackend> make_noiommu();  // the container in no-IOMMU mode
 
 }  // namespace bardrive::vfio::detail

@@ -48,11 +48,14 @@ bool kernel_has_iommufd_cdev() { return exists("/dev/iommu") && exists("/sys/cla
 std::unique_ptr<detail::DomainBackend> make(Backend backend) {
     switch (backend) {
         case Backend::type1:
-        case Backend::iommufd_compat: return detail::make_type1();
-        case Backend::iommufd: return detail::make_iommufd();
+        case Backend::iommufd_compat:
+            return detail::make_type1();
+        case Backend::iommufd:
+            return detail::make_iommufd();
         case Backend::noiommu:
-            log::warn("VFIO no-IOMMU mode: nothing checks the device's DMA, which can reach all of physical "
-                      "memory; use it only for a trusted device on a machine without an IOMMU");
+            log::warn(
+                "VFIO no-IOMMU mode: nothing checks the device's DMA, which can reach all of physical "
+                "memory; use it only for a trusted device on a machine without an IOMMU");
             return detail::make_noiommu();
     }
     throw Error("open IOMMU domain", "", "unknown backend");
@@ -62,10 +65,14 @@ std::unique_ptr<detail::DomainBackend> make(Backend backend) {
 
 const char* to_string(Backend backend) noexcept {
     switch (backend) {
-        case Backend::type1: return "type1";
-        case Backend::iommufd: return "iommufd";
-        case Backend::iommufd_compat: return "iommufd-compat";
-        case Backend::noiommu: return "noiommu";
+        case Backend::type1:
+            return "type1";
+        case Backend::iommufd:
+            return "iommufd";
+        case Backend::iommufd_compat:
+            return "iommufd-compat";
+        case Backend::noiommu:
+            return "noiommu";
     }
     return "?";
 }
@@ -85,7 +92,7 @@ std::vector<Backend> available_backends() {
     std::vector<Backend> out;
     if (exists("/dev/vfio/vfio"))
         out.push_back(exists("/sys/module/vfio_iommu_type1") || !exists("/dev/iommu") ? Backend::type1
-                                                                                        : Backend::iommufd_compat);
+                                                                                      : Backend::iommufd_compat);
     if (kernel_has_iommufd_cdev()) out.push_back(Backend::iommufd);
     auto noiommu = file::try_read_text("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode");
     if (noiommu && *noiommu == "Y") {
@@ -132,15 +139,19 @@ void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access
     constexpr std::uint64_t page = 4096;
     auto va = reinterpret_cast<std::uintptr_t>(vaddr);
     if (size == 0 || size % page != 0 || iova % page != 0 || va % page != 0)
-        throw Error("map DMA", what, log::concat("vaddr 0x", std::hex, va, ", iova and size 0x", size, " must be non-zero multiples of 4 KiB"),
-                    "allocate with dma::Memory and take IOVAs from dma::IovaAllocator");
+        throw Error(
+            "map DMA", what,
+            log::concat("vaddr 0x", std::hex, va, ", iova and size 0x", size, " must be non-zero multiples of 4 KiB"),
+            "allocate with dma::Memory and take IOVAs from dma::IovaAllocator");
     if (iova + size - 1 < iova) throw Error("map DMA", what, "the range wraps around the address space");
     bool inside = false;
     for (const auto& r : impl_->iova_ranges()) inside |= iova >= r.first && iova + size - 1 <= r.last;
     if (!inside)
-        throw Error("map DMA", what, "outside the IOMMU's usable IOVA ranges (" + ranges_text(impl_->iova_ranges()) + ")",
+        throw Error("map DMA", what,
+                    "outside the IOMMU's usable IOVA ranges (" + ranges_text(impl_->iova_ranges()) + ")",
                     "take IOVAs from dma::IovaAllocator, which only hands out usable ones");
-    if (iova_is_physical() && (pagemap::physical_address(vaddr) != iova || !pagemap::physically_contiguous(vaddr, size)))
+    if (iova_is_physical() &&
+        (pagemap::physical_address(vaddr) != iova || !pagemap::physically_contiguous(vaddr, size)))
         throw Error("map DMA", what,
                     log::concat("in no-IOMMU mode the device sees physical addresses, and vaddr 0x", std::hex, va,
                                 " is not physically contiguous memory at that address"),
@@ -160,9 +171,12 @@ void Domain::map(const void* vaddr, std::uint64_t iova, std::size_t size, Access
     }
     if (int err = impl_->map(vaddr, iova, size, access == Access::read_write)) {
         std::string hint;
-        if (err == ENOMEM) hint = "pinning hit the locked-memory limit: raise 'ulimit -l' (memlock) or run as root";
-        else if (err == EFAULT) hint = "the memory is not mapped in this process or cannot be pinned";
-        else if (err == EEXIST) hint = "the kernel already has a mapping there";
+        if (err == ENOMEM)
+            hint = "pinning hit the locked-memory limit: raise 'ulimit -l' (memlock) or run as root";
+        else if (err == EFAULT)
+            hint = "the memory is not mapped in this process or cannot be pinned";
+        else if (err == EEXIST)
+            hint = "the kernel already has a mapping there";
         throw Error::from_errno("map DMA", log::concat(what, " (vaddr 0x", std::hex, va, ")"), err, hint);
     }
     maps.emplace(iova, size);

@@ -45,7 +45,7 @@ class Device;
 namespace detail {
 class DomainBackend;  // the per-backend operations (type1 container today; iommufd later)
 struct DomainState;   // open devices and live mappings, whatever the backend
-}
+}  // namespace detail
 
 // An IOMMU domain: devices are attached with vfio::Device::open(domain, bdf); several devices may
 // share it (they then see the same IOVA space, e.g. NIC A and NIC B both reach a peer window).
@@ -58,7 +58,7 @@ struct DomainState;   // open devices and live mappings, whatever the backend
 // and let it outlive the devices and mappings made in it.
 class Domain {
 public:
-    Domain();  // default_backend()
+    Domain();                          // default_backend()
     explicit Domain(Backend backend);  // Backend::noiommu warns loudly: DMA is then unprotected
     ~Domain();
     Domain(const Domain&) = delete;

@@ -52,8 +52,8 @@ public:
             int err = errno;
             throw Error::from_errno("open VFIO device cdev", cdev, err,
                                     err == EACCES || err == EPERM ? "run as root or give your user the cdev"
-                                    : err == EBUSY               ? "the device is already open elsewhere"
-                                                                 : "");
+                                    : err == EBUSY                ? "the device is already open elsewhere"
+                                                                  : "");
         }
         vfio_device_bind_iommufd bind{};
         bind.argsz = sizeof bind;

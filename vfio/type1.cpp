@@ -28,7 +28,8 @@ std::string open_hint(int err, const std::string& path) {
         return "/dev/vfio is missing: load vfio-pci ('modprobe vfio-pci') and make sure the IOMMU is on "
                "(VT-d / AMD-Vi in firmware, intel_iommu=on or amd_iommu=on on the kernel command line)";
     if (err == EACCES || err == EPERM)
-        return "run as root, or give your user " + path + " (e.g. a udev rule setting its group) and raise "
+        return "run as root, or give your user " + path +
+               " (e.g. a udev rule setting its group) and raise "
                "'ulimit -l' for DMA pinning";
     if (err == EBUSY) return "another process (or another bardrive Domain) holds it; close that first";
     return {};
@@ -54,9 +55,10 @@ public:
                         log::concat("kernel VFIO API ", api, ", expected ", VFIO_API_VERSION),
                         "this kernel's VFIO is not the one bardrive was built for");
         if (noiommu_ && ::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_NOIOMMU_IOMMU) != 1)
-            throw Error("open VFIO container", container_path, "no-IOMMU mode is not enabled",
-                        "the kernel needs CONFIG_VFIO_NOIOMMU, and 'echo Y > "
-                        "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode' before the device is bound to vfio-pci");
+            throw Error(
+                "open VFIO container", container_path, "no-IOMMU mode is not enabled",
+                "the kernel needs CONFIG_VFIO_NOIOMMU, and 'echo Y > "
+                "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode' before the device is bound to vfio-pci");
         if (!noiommu_ && ::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) != 1)
             throw Error("open VFIO container", container_path, "the kernel has no VFIO_TYPE1v2_IOMMU",
                         "load vfio_iommu_type1 ('modprobe vfio_iommu_type1')");
@@ -127,8 +129,9 @@ private:
             if (::ioctl(container_.get(), VFIO_SET_IOMMU, iommu_type_) != 0) {
                 int err = errno;
                 ::ioctl(fd.get(), VFIO_GROUP_UNSET_CONTAINER);
-                throw Error::from_errno(noiommu_ ? "set the no-IOMMU mode on" : "set the type1v2 IOMMU on", container_path,
-                                        err, noiommu_ && err == EPERM ? "no-IOMMU mode needs CAP_SYS_RAWIO (root)" : "");
+                throw Error::from_errno(noiommu_ ? "set the no-IOMMU mode on" : "set the type1v2 IOMMU on",
+                                        container_path, err,
+                                        noiommu_ && err == EPERM ? "no-IOMMU mode needs CAP_SYS_RAWIO (root)" : "");
             }
             iommu_set_ = true;
             if (noiommu_) {
@@ -167,7 +170,9 @@ private:
                     off + sizeof(vfio_iommu_type1_info_cap_iova_range) <= buf.size()) {
                     const auto* cap = reinterpret_cast<const vfio_iommu_type1_info_cap_iova_range*>(hdr);
                     std::size_t end = off + sizeof(*cap) + std::size_t{cap->nr_iovas} * sizeof(vfio_iova_range);
-                    if (end > buf.size()) throw Error("parse IOMMU info of", container_path, "IOVA-range capability runs past the buffer");
+                    if (end > buf.size())
+                        throw Error("parse IOMMU info of", container_path,
+                                    "IOVA-range capability runs past the buffer");
                     for (std::uint32_t i = 0; i < cap->nr_iovas; ++i)
                         ranges_.push_back({cap->iova_ranges[i].start, cap->iova_ranges[i].end});
                 }

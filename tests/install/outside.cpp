@@ -1,7 +1,6 @@
 // A program outside the tree, built against the installed library through pkg-config.
 #include <bardrive/core/error.hpp>
 #include <bardrive/pci/bdf.hpp>
-
 #include <cstdio>
 
 int main() {

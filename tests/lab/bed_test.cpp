@@ -6,7 +6,6 @@
 // The NICs are driven by the least register programming that moves one frame (82576 datasheet
 // sections cited in nic/igb_regs.hpp), not by nic::Igb: a broken driver must not look like a broken lab.
 #include <catch2/catch_test_macros.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -17,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "lab_env.hpp"
 #include "dma/iova_allocator.hpp"
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
+#include "lab_env.hpp"
 #include "nic/igb_desc.hpp"
 #include "nic/igb_regs.hpp"
 #include "vfio/device.hpp"
@@ -31,7 +30,6 @@ using namespace bardrive;
 namespace igb = bardrive::nic::igb;
 
 namespace {
-
 
 constexpr std::size_t ring_descs = igb::RING_ALIGN_DESCS;  // the smallest ring the device accepts
 constexpr std::uint64_t window_offset = 0x1000;            // where NIC B's receive buffer sits in the window
@@ -99,9 +97,9 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     // A broadcast frame (no MAC set-up needed on B) with a per-run nonce, so no stale bytes can pass.
     std::mt19937_64 rng(std::random_device{}());
     for (std::size_t i = 0; i < frame_len; ++i) frame[i] = std::byte(rng() & 0xff);
-    std::memset(frame, 0xff, 6);                                  // destination: broadcast
-    std::memcpy(frame + 6, "\x52\x54\x00\x12\x34\x10", 6);        // source: NIC A's MAC in the preset
-    frame[12] = std::byte{0x88};                                  // EtherType 0x88b5: local experimental
+    std::memset(frame, 0xff, 6);                            // destination: broadcast
+    std::memcpy(frame + 6, "\x52\x54\x00\x12\x34\x10", 6);  // source: NIC A's MAC in the preset
+    frame[12] = std::byte{0x88};                            // EtherType 0x88b5: local experimental
     frame[13] = std::byte{0xb5};
 
     // NIC B: one advanced one-buffer RX descriptor pointing into the window (7.1.5, 8.10).
@@ -115,7 +113,8 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     rb.write32(igb::RDH(0), 0);
     rb.write32(igb::RDT(0), 0);
     rb.write32(igb::RXDCTL(0), igb::rxdctl::ENABLE);
-    REQUIRE(labenv::wait_for([&] { return (rb.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
+    REQUIRE(labenv::wait_for([&] { return (rb.read32(igb::RXDCTL(0)) & igb::rxdctl::ENABLE) != 0; },
+                             std::chrono::seconds(1)));
     rb.write32(igb::RCTL, igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC);
     vfio::wmb();
     rb.write32(igb::RDT(0), 1);
@@ -131,8 +130,10 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     ra.write32(igb::TDH(0), 0);
     ra.write32(igb::TDT(0), 0);
     ra.write32(igb::TXDCTL(0), igb::rxdctl::ENABLE);
-    REQUIRE(labenv::wait_for([&] { return (ra.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; }, std::chrono::seconds(1)));
-    ra.write32(igb::TCTL, igb::tctl::EN | igb::tctl::PSP | (0xf << igb::tctl::CT_SHIFT) | (0x3f << igb::tctl::COLD_SHIFT));
+    REQUIRE(labenv::wait_for([&] { return (ra.read32(igb::TXDCTL(0)) & igb::rxdctl::ENABLE) != 0; },
+                             std::chrono::seconds(1)));
+    ra.write32(igb::TCTL,
+               igb::tctl::EN | igb::tctl::PSP | (0xf << igb::tctl::CT_SHIFT) | (0x3f << igb::tctl::COLD_SHIFT));
 
     // Nothing in the window yet (a fresh backing file per run).
     const vfio::Mmio& cpu = window.cpu();
@@ -141,7 +142,8 @@ TEST_CASE("a frame NIC A sends lands in the window through NIC B's RX DMA", "[la
     vfio::wmb();
     ra.write32(igb::TDT(0), 1);
     REQUIRE(labenv::wait_for([&] { return (tx_ring[0].wb.status & igb::txd::STA_DD) != 0; }, std::chrono::seconds(5)));
-    REQUIRE(labenv::wait_for([&] { return (rx_ring[0].wb.status_error & igb::rxd::DD) != 0; }, std::chrono::seconds(5)));
+    REQUIRE(
+        labenv::wait_for([&] { return (rx_ring[0].wb.status_error & igb::rxd::DD) != 0; }, std::chrono::seconds(5)));
     vfio::rmb();
     CHECK((rx_ring[0].wb.status_error & igb::rxd::EOP) != 0);
     CHECK((rx_ring[0].wb.status_error & igb::rxd::ERR_RXE) == 0);

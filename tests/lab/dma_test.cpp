@@ -41,7 +41,6 @@ bool inside_ranges(const vfio::Domain& d, std::uint64_t iova, std::uint64_t size
     return false;
 }
 
-
 // NIC A's TX ring and NIC B's RX ring (8 descriptors each, in `mem`), one frame per send().
 class Wire {
 public:

@@ -4,7 +4,6 @@
 // with the explanation (iommufd, compat, no-IOMMU). Registered for both lab kernels in meson.build.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -75,8 +74,10 @@ std::vector<nic::Packet> send(nic::Igb& a, nic::Igb& b, dma::BufferPool& tx_pool
             auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
             nic::write_test_frame(d, len, b.mac(), a.mac(), sent);
             nic::Packet p{d, buf.iova, len, buf.index, &tx_pool};
-            if (a.tx_burst(0, std::span(&p, 1)) == 1) ++sent;
-            else tx_pool.free(buf.index);
+            if (a.tx_burst(0, std::span(&p, 1)) == 1)
+                ++sent;
+            else
+                tx_pool.free(buf.index);
         }
         nic::Packet rx[16];
         std::uint16_t k = b.rx_burst(0, rx);
@@ -90,7 +91,8 @@ std::vector<nic::Packet> send(nic::Igb& a, nic::Igb& b, dma::BufferPool& tx_pool
 
 TEST_CASE("the domain runs in the IOMMU mode BARDRIVE_IOMMU asked for", "[lab]") {
     Bed bed;
-    INFO("BARDRIVE_IOMMU=" << std::getenv("BARDRIVE_IOMMU") << ", domain backend " << vfio::to_string(bed.domain->backend()));
+    INFO("BARDRIVE_IOMMU=" << std::getenv("BARDRIVE_IOMMU") << ", domain backend "
+                           << vfio::to_string(bed.domain->backend()));
     CHECK(bed.domain->backend() == expected_backend());
     CHECK(bed.domain->device_count() == 2);
     CHECK(bed.domain->iova_is_physical() == (expected_backend() == vfio::Backend::noiommu));
@@ -122,8 +124,8 @@ TEST_CASE("a mapping that overlaps another is refused in every mode, and the dom
     Bed bed;
     auto mem = dma::Memory::allocate(dma::page_2m);
     const auto& held = bed.pool->mapping();
-    CHECK_THROWS_WITH(bed.domain->map(mem.data(), held.iova(), dma::page_2m), ContainsSubstring("overlap") ||
-                                                                                    ContainsSubstring("physical"));
+    CHECK_THROWS_WITH(bed.domain->map(mem.data(), held.iova(), dma::page_2m),
+                      ContainsSubstring("overlap") || ContainsSubstring("physical"));
     auto m = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
     CHECK(m.size() == dma::page_2m);
 }

@@ -2,8 +2,6 @@
 // answers IOMMU_IOAS_ALLOC), a vfio device cdev for each bound device that binds to iommufd, the
 // compat container, no-IOMMU mode and P2PDMA. Raw UAPI on purpose: this checks the kernel, not vfio/.
 // SKIPs outside a guest of that kernel; lab/lab itself SKIPs (77) when the kernel is not built.
-#include <catch2/catch_test_macros.hpp>
-
 #include <fcntl.h>
 #include <linux/iommufd.h>
 #include <linux/vfio.h>
@@ -11,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>

@@ -11,6 +11,7 @@
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
+#include "lab_env.hpp"
 #include "nic/e1000e.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
@@ -22,18 +23,11 @@ using nic::Packet;
 
 namespace {
 
-std::vector<pci::Bdf> bdfs(const char* var) {
-    std::vector<pci::Bdf> out;
-    std::istringstream words(std::getenv(var) ? std::getenv(var) : "");
-    for (std::string w; words >> w;) out.push_back(pci::Bdf::parse(w));
-    return out;
-}
-
 struct Bed {
     Bed() {
         if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run it with lab/lab run e1000e -- <this binary>");
-        auto nics = bdfs("BARDRIVE_LAB_NICS");
-        windows = bdfs("BARDRIVE_LAB_WINDOWS");
+        auto nics = labenv::bdfs("BARDRIVE_LAB_NICS");
+        windows = labenv::bdfs("BARDRIVE_LAB_WINDOWS");
         const char* model = std::getenv("BARDRIVE_LAB_NIC_MODEL");
         if (nics.size() < 2 || !model || std::string(model) != "e1000e") SKIP("needs the lab's e1000e preset");
         domain = std::make_unique<vfio::Domain>();

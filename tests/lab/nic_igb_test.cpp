@@ -22,6 +22,7 @@
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
+#include "lab_env.hpp"
 #include "nic/igb.hpp"
 #include "nic/igb_regs.hpp"
 #include "nic/loopback_copy.hpp"
@@ -36,19 +37,12 @@ using nic::Packet;
 
 namespace {
 
-std::vector<pci::Bdf> bdfs(const char* var) {
-    std::vector<pci::Bdf> out;
-    std::istringstream words(std::getenv(var) ? std::getenv(var) : "");
-    for (std::string w; words >> w;) out.push_back(pci::Bdf::parse(w));
-    return out;
-}
-
 // Both NICs (and the window) in one IOMMU domain, a host-memory buffer pool.
 struct Bed {
     Bed() {
         if (!std::getenv("BARDRIVE_LAB")) SKIP("not in a lab guest: run it with lab/lab run basic -- <this binary>");
-        auto nics = bdfs("BARDRIVE_LAB_NICS");
-        windows = bdfs("BARDRIVE_LAB_WINDOWS");
+        auto nics = labenv::bdfs("BARDRIVE_LAB_NICS");
+        windows = labenv::bdfs("BARDRIVE_LAB_WINDOWS");
         REQUIRE(nics.size() >= 2);
         domain = std::make_unique<vfio::Domain>();
         a = std::make_unique<vfio::Device>(vfio::Device::open(*domain, nics[0]));

@@ -1,8 +1,9 @@
+#include "pci/bdf.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "core/error.hpp"
-#include "pci/bdf.hpp"
 
 using bardrive::pci::Bdf;
 
@@ -19,8 +20,8 @@ TEST_CASE("BDF parses both sysfs and short forms") {
 }
 
 TEST_CASE("BDF rejects malformed addresses with a hint") {
-    for (const char* bad : {"", "0000:01:00", "01:00", "01:20.0", "01:00.8", "01:00.0x", "zz:00.0", "0:0:0:0.0",
-                            "0000:100:00.0"}) {
+    for (const char* bad :
+         {"", "0000:01:00", "01:00", "01:20.0", "01:00.8", "01:00.0x", "zz:00.0", "0:0:0:0.0", "0000:100:00.0"}) {
         INFO(bad);
         CHECK_FALSE(Bdf::try_parse(bad).has_value());
     }

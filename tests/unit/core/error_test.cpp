@@ -1,9 +1,9 @@
+#include "core/error.hpp"
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <cerrno>
 
-#include "core/error.hpp"
 #include "core/file.hpp"
 
 using bardrive::Error;

@@ -1,20 +1,21 @@
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
+#include "core/pagemap.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdint>
 
 #include "core/error.hpp"
-#include "core/pagemap.hpp"
 
 using Catch::Matchers::ContainsSubstring;
 namespace pagemap = bardrive::pagemap;
 
 TEST_CASE("pagemap: a page that was never touched has no physical address") {
     const long page = ::sysconf(_SC_PAGESIZE);
-    void* p = ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p =
+        ::mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(p != MAP_FAILED);
     CHECK_THROWS_WITH(pagemap::physical_address(p), ContainsSubstring("not resident"));
     ::munmap(p, static_cast<std::size_t>(page));

@@ -1,8 +1,7 @@
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -14,8 +13,10 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 struct EnvGuard {
     explicit EnvGuard(const char* value) {
-        if (value) ::setenv("BARDRIVE_IOMMU", value, 1);
-        else ::unsetenv("BARDRIVE_IOMMU");
+        if (value)
+            ::setenv("BARDRIVE_IOMMU", value, 1);
+        else
+            ::unsetenv("BARDRIVE_IOMMU");
     }
     ~EnvGuard() { ::unsetenv("BARDRIVE_IOMMU"); }
 };
@@ -52,7 +53,8 @@ TEST_CASE("backends have names for logs") {
 }
 
 TEST_CASE("iommufd backend on a kernel without it says what is missing") {
-    if (::access("/dev/iommu", F_OK) == 0) SKIP("this kernel has /dev/iommu (the lab's full kernel tests that backend)");
+    if (::access("/dev/iommu", F_OK) == 0)
+        SKIP("this kernel has /dev/iommu (the lab's full kernel tests that backend)");
     CHECK_THROWS_WITH(vfio::Domain(vfio::Backend::iommufd),
                       ContainsSubstring("/dev/iommu") && ContainsSubstring("BARDRIVE_IOMMU=type1"));
 }

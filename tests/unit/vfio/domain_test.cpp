@@ -1,10 +1,11 @@
+#include "vfio/domain.hpp"
+
 #include <sys/stat.h>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "core/error.hpp"
-#include "vfio/domain.hpp"
 
 using namespace bardrive;
 using Catch::Matchers::ContainsSubstring;
