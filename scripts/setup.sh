@@ -10,7 +10,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 BACKPORTS_PKGS=(meson catch2 qemu-system-x86)
 # Packages from bookworm.
 PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev hwloc libhwloc-plugins pciutils
-      busybox-static cpio kmod xz-utils zstd procps clang libclang-rt-14-dev valgrind
+      busybox-static cpio kmod xz-utils zstd procps clang clang-format libclang-rt-14-dev valgrind
       bc bison flex libelf-dev libssl-dev make)
 MIN_MESON=1.7.0
 
