@@ -31,6 +31,7 @@
 
 #include "core/error.hpp"
 #include "core/fd.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
@@ -52,12 +53,8 @@ struct Result {
     double pps() const { return seconds > 0 ? static_cast<double>(received) / seconds : 0; }
 };
 
-std::string read_line(const std::string& path) {
-    std::ifstream f(path);
-    std::string s;
-    std::getline(f, s);
-    return s;
-}
+// A one-line sysfs attribute, "" when it cannot be read.
+std::string read_line(const std::string& path) { return file::try_read_text(path).value_or(""); }
 
 // A NIC under the kernel's igb: its interface up (IPv6 off: no traffic of its own), an AF_PACKET socket.
 struct KernelPort {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/fd.hpp"
+#include "core/file.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "nic/igb.hpp"
@@ -44,12 +45,8 @@ std::vector<std::string> words(const char* var) {
     return out;
 }
 
-std::string read_line(const std::string& path) {
-    std::ifstream f(path);
-    std::string s;
-    std::getline(f, s);
-    return s;
-}
+// A one-line sysfs attribute, "" when it cannot be read.
+std::string read_line(const std::string& path) { return file::try_read_text(path).value_or(""); }
 
 // NIC B's interface under the kernel's igb: brought up (IPv6 off, so the kernel sends nothing of its own),
 // with an AF_PACKET socket bound to it for test frames only.
