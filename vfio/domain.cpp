@@ -9,7 +9,6 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "core/file.hpp"
 #include "core/log.hpp"
 #include "core/pagemap.hpp"
 #include "vfio/backend.hpp"
@@ -86,21 +85,6 @@ Backend default_backend() {
                     "use type1, iommufd or noiommu, or unset it to let bardrive choose");
     }
     return kernel_has_iommufd_cdev() ? Backend::iommufd : Backend::type1;
-}
-
-std::vector<Backend> available_backends() {
-    std::vector<Backend> out;
-    if (exists("/dev/vfio/vfio"))
-        out.push_back(exists("/sys/module/vfio_iommu_type1") || !exists("/dev/iommu") ? Backend::type1
-                                                                                      : Backend::iommufd_compat);
-    if (kernel_has_iommufd_cdev()) out.push_back(Backend::iommufd);
-    auto noiommu = file::try_read_text("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode");
-    if (noiommu && *noiommu == "Y") {
-        // Only devices without a real IOMMU group get a noiommu group: then it is the only mode.
-        out.clear();
-        out.push_back(Backend::noiommu);
-    }
-    return out;
 }
 
 Domain::Domain() : Domain(default_backend()) {}

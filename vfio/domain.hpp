@@ -35,9 +35,6 @@ const char* to_string(Backend backend) noexcept;
 // (type1, or iommufd_compat where iommufd provides it). Throws for an unknown BARDRIVE_IOMMU value.
 Backend default_backend();
 
-// Every backend this kernel offers for devices bound to vfio-pci now (for tests that run in each mode).
-std::vector<Backend> available_backends();
-
 enum class Access { read_write, read_only };  // what the device may do to mapped memory
 
 class Device;
