@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "nic/igb_regs.hpp"
+#include "nic/rss.hpp"
 
 namespace bardrive::nic {
 
@@ -20,22 +21,43 @@ constexpr std::uint16_t kSupportedDevices[] = {0x10C9, 0x10E6, 0x10E7, 0x10E8, 0
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kHeadWbStride = 64;  // one cache line per TX queue's head write-back word
 constexpr std::uint32_t kRefillBatch = 64;
-constexpr std::uint32_t kMaxFrame = 1514;  // RCTL.LPE off: 1500-byte MTU + Ethernet header, CRC stripped
-
-// The RSS key only has to spread flows; this is the widely published Toeplitz verification key.
-constexpr std::uint8_t kRssKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
-                                      0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
-                                      0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
-                                      0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+constexpr std::uint32_t kStandardFrame = 1514;     // 1500-byte MTU + Ethernet header, CRC stripped
+constexpr std::uint32_t kLongestFrame = 9728 - 4;  // the 82576's 9.5 KB receive limit, without CRC
 
 std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
+
+std::uint32_t header_slot(const IgbOptions& o) { return o.rx_header_bytes ? o.rx_header_bytes : 64; }
+// External queues: per queue pair, one header slot per RX and per TX descriptor.
+std::size_t header_slots_bytes(const IgbOptions& o) { return std::size_t{o.rx_ring + o.tx_ring} * header_slot(o); }
 using e1000x::poll_until;
 
 }  // namespace
 
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& o)
     : dev_(&device), options_(o) {
-    const std::string who = device.bdf().str();
+    check_options(o, &rx_pool);
+    check_identity();
+    try {
+        init(o, iovas, &rx_pool);
+    } catch (...) {
+        stop();  // a half-initialised device must not keep DMA going into memory about to be freed
+        throw;
+    }
+}
+
+Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, const IgbOptions& o) : dev_(&device), options_(o) {
+    check_options(o, nullptr);
+    check_identity();
+    try {
+        init(o, iovas, nullptr);
+    } catch (...) {
+        stop();
+        throw;
+    }
+}
+
+void Igb::check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) const {
+    const std::string who = dev_->bdf().str();
     if (o.rx_queues < 1 || o.rx_queues > igb::MAX_QUEUES || o.tx_queues < 1 || o.tx_queues > igb::MAX_QUEUES) {
         throw Error("configure igb", who,
                     log::concat(o.rx_queues, " rx / ", o.tx_queues, " tx queues asked, the 82576 PF offers 1 to ",
@@ -43,27 +65,45 @@ Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_po
     }
     check_ring_size(o.rx_ring, "rx ring");
     check_ring_size(o.tx_ring, "tx ring");
-    if (rx_pool.buffer_size() < 2048) {
-        throw Error("configure igb", who, log::concat("pool buffers of ", rx_pool.buffer_size(), " bytes"),
-                    "receive buffers must be at least 2048 bytes (a 1514-byte frame in one buffer)");
+    if (o.max_frame < ETH_MIN_FRAME || o.max_frame > kLongestFrame) {
+        throw Error("configure igb", who, log::concat("max_frame ", o.max_frame),
+                    log::concat("the 82576 takes frames of ", ETH_MIN_FRAME, " to ", kLongestFrame,
+                                " bytes (9.5 KB with CRC)"));
     }
-    std::uint32_t ring_bufs = o.rx_manual ? 0 : o.rx_queues * (o.rx_ring - 1);
-    if (rx_pool.available() < ring_bufs) {
+    if (o.external_queues) {
+        if (o.rx_buffer_bytes == 0 || o.rx_buffer_bytes % 1024 != 0 ||
+            o.rx_buffer_bytes / 1024 > igb::srrctl::BSIZEPKT_MASK || o.rx_header_bytes % 64 != 0 ||
+            o.rx_header_bytes / 64 > igb::srrctl::BSIZEHEADER_MASK) {
+            throw Error("configure igb", who,
+                        log::concat("rx buffers of ", o.rx_buffer_bytes, " bytes with ", o.rx_header_bytes,
+                                    "-byte header buffers"),
+                        "external queues need a packet buffer of 1 to 127 KiB in whole KiB and a header buffer "
+                        "of 0 to 960 bytes in steps of 64");
+        }
+        return;
+    }
+    if (o.rx_buffer_bytes != 0 || o.rx_header_bytes != 0) {
+        throw Error("configure igb", who, "rx_buffer_bytes/rx_header_bytes set without external_queues",
+                    "the driver's own rings take their buffer size from the pool");
+    }
+    if (rx_pool == nullptr) {
+        throw Error("configure igb", who, "no receive buffer pool", "pass a dma::BufferPool or use external_queues");
+    }
+    std::uint32_t need = std::max<std::uint32_t>(2048, o.max_frame);
+    if (rx_pool->buffer_size() < need) {
+        throw Error("configure igb", who, log::concat("pool buffers of ", rx_pool->buffer_size(), " bytes"),
+                    log::concat("receive buffers must be at least ", need, " bytes (a ", o.max_frame,
+                                "-byte frame in one buffer)"));
+    }
+    std::uint32_t ring_bufs = o.rx_queues * (o.rx_ring - 1);
+    if (rx_pool->available() < ring_bufs) {
         throw Error("configure igb", who,
-                    log::concat("the pool has ", rx_pool.available(), " free buffers, the RX rings need ", ring_bufs),
+                    log::concat("the pool has ", rx_pool->available(), " free buffers, the RX rings need ", ring_bufs),
                     "make the pool larger or the rings smaller");
-    }
-
-    check_identity();
-    try {
-        init(o, iovas, rx_pool);
-    } catch (...) {
-        stop();  // a half-initialised device must not keep DMA going into memory about to be freed
-        throw;
     }
 }
 
-void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool) {
+void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* rx_pool) {
     vfio::Device& device = *dev_;
     const std::string who = device.bdf().str();
     bar0_ = device.map_bar(0);
@@ -72,18 +112,26 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& 
 
     e1000x::reset(bar0_, who, true);
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
+    if (o.mac) {
+        const auto& b = o.mac->bytes;
+        bar0_.write32(igb::RAL(0), b[0] | b[1] << 8 | b[2] << 16 | static_cast<std::uint32_t>(b[3]) << 24);
+        bar0_.write32(igb::RAH(0), b[4] | b[5] << 8 | igb::RAH_AV);
+    }
     mac_ = e1000x::read_mac(bar0_, who);
 
     // Ring memory: every ring on its own 4 KiB boundary (128 bytes would do), then the head write-back words.
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     std::size_t tx_bytes = round_up(o.tx_ring * sizeof(igb::AdvTxDesc), kPage);
-    std::size_t total = o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + round_up(o.tx_queues * kHeadWbStride, kPage);
+    std::size_t heads = round_up(o.tx_queues * kHeadWbStride, kPage);
+    std::size_t total = o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
+    if (o.external_queues) total += round_up(std::size_t{o.rx_queues} * header_slots_bytes(o), kPage);
     dma::MemoryOptions mem;
     mem.allow_small_pages = true;  // rings are small: 4 KiB pages are fine when no hugepage is free
     ring_memory_ = dma::Memory::allocate_near(device, total, mem);
     std::fill_n(ring_memory_.data(), ring_memory_.size(), std::byte{0});
     ring_mapping_ = dma::Mapping::map(device.domain(), iovas, ring_memory_);
 
+    if (o.external_queues) headers_ = ring_memory_.data() + o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
     setup_rx(o, rx_pool);
     setup_tx(o);
     if (o.interrupts) setup_interrupts(o);
@@ -106,7 +154,7 @@ void Igb::check_identity() const {
 }
 
 // 4.5.9 (receive initialization).
-void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
+void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
     bar0_.write32(igb::RCTL, 0);
     for (unsigned i = 0; i < igb::MTA_REGS; ++i) bar0_.write32(igb::MTA(i), 0);
     for (unsigned i = 1; i < 16; ++i) {  // only our own address in the exact filters
@@ -114,17 +162,26 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
         bar0_.write32(igb::RAH(i), 0);
     }
     std::uint32_t kib =
-        static_cast<std::uint32_t>(std::min<std::size_t>(pool.buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
+        o.external_queues
+            ? o.rx_buffer_bytes / 1024
+            : static_cast<std::uint32_t>(std::min<std::size_t>(pool->buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
+    std::uint32_t srrctl = kib | igb::srrctl::DROP_EN;
+    if (o.rx_header_bytes > 0) {
+        srrctl |= (o.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT | igb::srrctl::DESCTYPE_HDR_SPLIT_ALWAYS;
+    } else {
+        srrctl |= igb::srrctl::DESCTYPE_ADV_ONEBUF;
+    }
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     rx_.reserve(o.rx_queues);
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
-        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.rx_manual ? nullptr : &pool, 0, 0, 0, descs});
+        rx_.push_back(
+            RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.external_queues ? nullptr : pool, 0, 0, 0, descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::RDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::RDLEN(q), o.rx_ring * sizeof(igb::AdvRxDesc));
-        bar0_.write32(igb::SRRCTL(q), kib | igb::srrctl::DESCTYPE_ADV_ONEBUF | igb::srrctl::DROP_EN);
+        bar0_.write32(igb::SRRCTL(q), srrctl);
         bar0_.write32(igb::RDH(q), 0);
         bar0_.write32(igb::RDT(q), 0);
         bar0_.write32(igb::RXDCTL(q), igb::rxdctl::ENABLE | 8u << igb::rxdctl::PTHRESH_SHIFT |
@@ -133,7 +190,7 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
             throw Error("enable rx queue", dev_->bdf().str(), log::concat("RXDCTL", q, ".ENABLE did not stick"));
         }
         refill(rx_.back());
-        if (!o.rx_manual && rx_.back().ring.posted() != o.rx_ring - 1) {
+        if (!o.external_queues && rx_.back().ring.posted() != o.rx_ring - 1) {
             throw Error("fill rx ring", dev_->bdf().str(), "the buffer pool ran dry while filling the rings");
         }
     }
@@ -142,21 +199,26 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool& pool) {
     if (o.rx_queues > 1) {
         for (unsigned i = 0; i < igb::RETA_ENTRIES / 4; ++i) {
             std::uint32_t v = 0;
-            for (unsigned b = 0; b < 4; ++b) v |= ((4 * i + b) % o.rx_queues) << (8 * b);
+            for (unsigned b = 0; b < 4; ++b) v |= rss_queue(4 * i + b, o.rx_queues) << (8 * b);
             bar0_.write32(igb::RETA(i), v);
         }
         for (unsigned i = 0; i < igb::RSSRK_REGS; ++i) {
-            bar0_.write32(igb::RSSRK(i), kRssKey[4 * i] | kRssKey[4 * i + 1] << 8 | kRssKey[4 * i + 2] << 16 |
-                                             static_cast<std::uint32_t>(kRssKey[4 * i + 3]) << 24);
+            bar0_.write32(igb::RSSRK(i), rss_key[4 * i] | rss_key[4 * i + 1] << 8 | rss_key[4 * i + 2] << 16 |
+                                             static_cast<std::uint32_t>(rss_key[4 * i + 3]) << 24);
         }
         bar0_.write32(igb::MRQC, igb::mrqc::RSS | igb::mrqc::RSS_IPV4 | igb::mrqc::RSS_TCP_IPV4 | igb::mrqc::RSS_IPV6 |
                                      igb::mrqc::RSS_TCP_IPV6 | igb::mrqc::RSS_UDP_IPV4);
     } else {
         bar0_.write32(igb::MRQC, 0);
     }
-    std::uint32_t rctl = igb::rctl::EN | igb::rctl::BAM | igb::rctl::SECRC;
+    std::uint32_t rctl = igb::rctl::EN | igb::rctl::SECRC;
+    if (o.broadcast) rctl |= igb::rctl::BAM;
     if (o.promiscuous) rctl |= igb::rctl::UPE | igb::rctl::MPE;
     if (o.loopback == Loopback::mac) rctl |= igb::rctl::LBM_MAC;
+    if (o.max_frame > kStandardFrame) {
+        rctl |= igb::rctl::LPE;
+        bar0_.write32(igb::RLPML, o.max_frame + 4);  // the limit counts the CRC
+    }
     bar0_.write32(igb::RCTL, rctl);
     for (auto& q : rx_) {
         vfio::wmb();
@@ -177,7 +239,7 @@ void Igb::setup_tx(const IgbOptions& o) {
         auto* head = reinterpret_cast<std::uint32_t*>(wb + q * kHeadWbStride);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
         std::uint64_t head_iova = ring_mapping_.iova_of(head);
-        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, kMaxFrame), head, 0, 0});
+        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, o.max_frame), head, 0, 0, descs});
         bar0_.write32(igb::TDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::TDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::TDLEN(q), o.tx_ring * sizeof(igb::AdvTxDesc));
@@ -221,7 +283,7 @@ void Igb::setup_interrupts(const IgbOptions& o) {
 }
 
 void Igb::refill(RxQueue& q) noexcept {
-    if (!q.pool) return;  // rx_manual: the caller posts with rx_post()
+    if (!q.pool) return;  // external queues: their driver posts buffers
     Packet bufs[kRefillBatch];
     while (q.ring.free_slots() != 0) {
         std::uint32_t want = std::min(q.ring.free_slots(), kRefillBatch), k = 0;
@@ -247,19 +309,6 @@ std::uint16_t Igb::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept
         ++q.doorbells;
     }
     return static_cast<std::uint16_t>(n);
-}
-
-std::uint32_t Igb::rx_post(std::uint16_t queue, std::span<const Packet> bufs) noexcept {
-    if (queue >= rx_.size()) return 0;
-    RxQueue& q = rx_[queue];
-    std::uint32_t n = q.ring.post(bufs);
-    if (q.ring.tail() != q.last_tail) {
-        vfio::wmb();
-        bar0_.write32(igb::RDT(queue), q.ring.tail());
-        q.last_tail = q.ring.tail();
-        ++q.doorbells;
-    }
-    return n;
 }
 
 std::uint32_t Igb::rx_free_slots(std::uint16_t queue) const noexcept {
@@ -369,6 +418,28 @@ std::uint32_t Igb::rx_next_to_clean(std::uint16_t queue) const noexcept {
 
 std::uint32_t* Igb::tx_head_writeback(std::uint16_t queue) const noexcept {
     return queue < tx_.size() ? tx_[queue].head_wb : nullptr;
+}
+
+QueuePair Igb::queue_pair(std::uint16_t queue) const {
+    if (!options_.external_queues || queue >= rx_.size() || queue >= tx_.size()) {
+        throw Error("hand out queue pair", dev_->bdf().str(),
+                    log::concat("queue ", queue, " of ", rx_.size(), " rx / ", tx_.size(), " tx queues",
+                                options_.external_queues ? "" : " that nic::Igb drives itself"),
+                    "open the port with IgbOptions::external_queues and enough queues");
+    }
+    auto reg = [&](igb::Reg r) { return reinterpret_cast<volatile std::uint32_t*>(bar0_.data() + r); };
+    auto* headers = reinterpret_cast<std::uint8_t*>(headers_ + queue * header_slots_bytes(options_));
+    return QueuePair{rx_[queue].descs,
+                     rx_[queue].ring.size(),
+                     tx_[queue].descs,
+                     tx_[queue].ring.size(),
+                     reg(igb::RDT(queue)),
+                     reg(igb::TDT(queue)),
+                     reg(igb::RXDCTL(queue)),
+                     tx_[queue].head_wb,
+                     headers,
+                     ring_mapping_.iova_of(headers),
+                     header_slot(options_)};
 }
 
 // Stop the device before its rings and buffers go away: disable, mask, reset (no DMA after this),

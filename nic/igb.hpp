@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "e1000_common.hpp"
 #include "mac_address.hpp"
 #include "packet.hpp"
+#include "queue_pair.hpp"
 #include "ring.hpp"
 
 namespace bardrive::nic {
@@ -24,14 +26,22 @@ struct IgbOptions {
     std::uint32_t rx_ring = 512;  // descriptors per queue: a power of two from 8 to 32768
     std::uint32_t tx_ring = 512;
     bool promiscuous = false;  // accept every unicast and multicast frame
+    bool broadcast = true;     // accept broadcast frames (RCTL.BAM)
     Loopback loopback = Loopback::none;
     bool interrupts = false;     // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
-    // RX rings start empty and are never refilled from the pool: the caller posts its own buffers
-    // (exact destinations, e.g. the loopback copy engine) with rx_post().
-    bool rx_manual = false;
+    // Longest frame sent or accepted, without CRC: 1514 (1500-byte MTU) up to 9728 - 4 (the 82576's
+    // 9.5 KB); above 1514 the device accepts long packets (RCTL.LPE, RLPML).
+    std::uint32_t max_frame = 1514;
+    // The station address in RAL0/RAH0 instead of the one loaded from the EEPROM.
+    std::optional<MacAddress> mac;
+    // The rings are driven from outside nic::Igb (a DMA engine such as nic::LoopbackQueue) through
+    // queue_pair(): they start empty, no pool is needed, rx_burst/tx_burst must not be used. With it:
+    std::uint32_t rx_buffer_bytes = 0;  // SRRCTL.BSIZEPACKET (a multiple of 1 KiB up to 127 KiB)
+    std::uint32_t rx_header_bytes = 0;  // > 0: header split, always into a header buffer of this size
+                                        // (a multiple of 64 up to 960; SRRCTL.DESCTYPE 101b)
+    bool external_queues = false;
 };
-
 // Taking over: the constructor checks the device (vendor/device ID, BAR 0), enables bus mastering,
 // resets it, brings the link up (throws after link_timeout_ms), reads the MAC address, sets up the
 // rings (descriptor memory from dma::Memory, mapped through `iovas` into the device's domain), fills
@@ -49,6 +59,8 @@ struct IgbOptions {
 class Igb {
 public:
     Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& options = {});
+    // For options.external_queues: no receive pool.
+    Igb(vfio::Device& device, dma::IovaAllocator& iovas, const IgbOptions& options);
     ~Igb();
     Igb(const Igb&) = delete;
     Igb& operator=(const Igb&) = delete;
@@ -57,9 +69,6 @@ public:
     std::uint16_t tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept;
     // Returns finished TX buffers to their pools without sending; how many it freed.
     std::uint32_t tx_reclaim(std::uint16_t queue) noexcept;
-    // rx_manual: posts caller-owned buffers (Packet::iova; the device may write up to the pool's buffer
-    // size into each) and rings the doorbell; how many it took.
-    std::uint32_t rx_post(std::uint16_t queue, std::span<const Packet> bufs) noexcept;
     std::uint32_t rx_free_slots(std::uint16_t queue) const noexcept;
     std::uint32_t tx_free_slots(std::uint16_t queue) const noexcept;
     bool wait_rx(std::uint16_t queue, int timeout_ms) noexcept;
@@ -87,6 +96,11 @@ public:
     // The word TX queue `queue`'s head is written back to (lab tests make the device lie through it).
     std::uint32_t* tx_head_writeback(std::uint16_t queue) const noexcept;
 
+    // One queue pair's raw pieces for a driver outside this class (options.external_queues), with
+    // rx_ring + tx_ring header slots of rx_header_bytes (64 when 0) each.
+    // Throws bardrive::Error unless the port was opened with external_queues and `queue` exists.
+    QueuePair queue_pair(std::uint16_t queue) const;
+
 private:
     struct RxQueue {
         RxRing ring;
@@ -101,11 +115,13 @@ private:
         std::uint32_t* head_wb;
         std::uint32_t last_tail = 0;
         std::uint64_t doorbells = 0;
+        igb::AdvTxDesc* descs;
     };
 
     void check_identity() const;
-    void init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool);
-    void setup_rx(const IgbOptions& o, dma::BufferPool& pool);
+    void check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) const;
+    void init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* rx_pool);
+    void setup_rx(const IgbOptions& o, dma::BufferPool* pool);
     void setup_tx(const IgbOptions& o);
     void setup_interrupts(const IgbOptions& o);
     void refill(RxQueue& q) noexcept;
@@ -114,7 +130,8 @@ private:
     vfio::Device* dev_;
     vfio::Mmio bar0_;
     dma::Memory ring_memory_;
-    dma::Mapping ring_mapping_;  // after ring_memory_: leaves the IOMMU first
+    dma::Mapping ring_mapping_;     // after ring_memory_: leaves the IOMMU first
+    std::byte* headers_ = nullptr;  // external queues: header slots inside ring_memory_
     std::vector<RxQueue> rx_;
     std::vector<TxQueue> tx_;
     IgbOptions options_;

@@ -13,7 +13,7 @@ namespace bardrive::nic::igb {
 union AdvRxDesc {
     struct Read {
         std::uint64_t pkt_addr;  // IOVA of the packet buffer
-        std::uint64_t hdr_addr;  // header buffer (unused: one buffer per packet); bit 0 overlaps DD
+        std::uint64_t hdr_addr;  // header buffer (header split only); bit 0 overlaps DD
     } read;
     struct Writeback {
         std::uint16_t pkt_info;      // RSS type, packet type
@@ -32,12 +32,17 @@ static_assert(offsetof(AdvRxDesc::Writeback, length) == 12, "7.1.5: PKT_LEN at b
 static_assert(offsetof(AdvRxDesc::Writeback, vlan) == 14);
 
 namespace rxd {
-inline constexpr std::uint32_t DD = 1u << 0;        // descriptor done
-inline constexpr std::uint32_t EOP = 1u << 1;       // end of packet
-inline constexpr std::uint32_t VP = 1u << 3;        // VLAN tag stripped into .vlan
-inline constexpr std::uint32_t ERR_L4E = 1u << 29;  // TCP/UDP checksum error
-inline constexpr std::uint32_t ERR_IPE = 1u << 30;  // IPv4 checksum error
-inline constexpr std::uint32_t ERR_RXE = 1u << 31;  // frame error (CRC, symbol, ...): the frame is bad
+inline constexpr std::uint32_t DD = 1u << 0;             // descriptor done
+inline constexpr std::uint32_t EOP = 1u << 1;            // end of packet
+inline constexpr std::uint32_t VP = 1u << 3;             // VLAN tag stripped into .vlan
+inline constexpr std::uint32_t ERR_L4E = 1u << 29;       // TCP/UDP checksum error
+inline constexpr std::uint32_t ERR_IPE = 1u << 30;       // IPv4 checksum error
+inline constexpr std::uint32_t ERR_RXE = 1u << 31;       // frame error (CRC, symbol, ...): the frame is bad
+inline constexpr std::uint32_t ERR_MASK = 0xfffu << 20;  // every error bit (31:20), header buffer overflow included
+// hdr_info (header split): HDR_LEN in bits 14:5, SPH (the header was split off) in bit 15.
+inline constexpr std::uint16_t HDR_LEN_SHIFT = 5;
+inline constexpr std::uint16_t HDR_LEN_MASK = 0x3ff;
+inline constexpr std::uint16_t HDR_SPH = 1u << 15;
 }  // namespace rxd
 
 // Transmit data descriptor, 7.2.2.3. The write-back only sets DD in .status; bardrive uses head

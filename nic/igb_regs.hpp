@@ -130,8 +130,11 @@ inline constexpr std::uint32_t SECRC = 1u << 26;  // strip Ethernet CRC
 namespace srrctl {
 inline constexpr std::uint32_t BSIZEPKT_SHIFT = 10;  // the field counts 1 KiB units, bits 6:0
 inline constexpr std::uint32_t BSIZEPKT_MASK = 0x7f;
+inline constexpr std::uint32_t BSIZEHEADER_SHIFT = 8;  // header buffer size in 64-byte units, bits 11:8
+inline constexpr std::uint32_t BSIZEHEADER_MASK = 0xf;
 inline constexpr std::uint32_t DESCTYPE_ADV_ONEBUF = 1u << 25;
-inline constexpr std::uint32_t DROP_EN = 1u << 31;  // drop when no descriptors instead of stalling
+inline constexpr std::uint32_t DESCTYPE_HDR_SPLIT_ALWAYS = 5u << 25;  // header split, always use the header buffer
+inline constexpr std::uint32_t DROP_EN = 1u << 31;                    // drop when no descriptors instead of stalling
 }  // namespace srrctl
 
 namespace rxdctl {  // same layout for TXDCTL

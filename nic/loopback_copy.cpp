@@ -1,95 +1,93 @@
 #include "nic/loopback_copy.hpp"
 
-#include <chrono>
+#include <algorithm>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
+#include "nic/rss.hpp"
 
 namespace bardrive::nic {
 
 namespace {
-constexpr std::uint32_t kMaxChunk = 1514;  // RCTL.LPE off
-constexpr std::uint32_t kMinChunk = ETH_MIN_FRAME;
+// Link-local addresses and a fixed destination port; each queue gets the first source port that RSS
+// (as Igb programs it) maps to that queue.
+constexpr std::uint32_t kSrcIp = 0xa9fe4201;  // 169.254.66.1
+constexpr std::uint32_t kDstIp = 0xa9fe4202;  // 169.254.66.2
+constexpr std::uint16_t kDstPort = 0xbd00;
+constexpr std::uint16_t kFirstSrcPort = 49152;
 
-// Cuts `size` into frames of at most kMaxChunk, none shorter than kMinChunk; calls f(offset, len).
-template <class F>
-void chunks(std::size_t size, F f) {
-    std::size_t off = 0;
-    while (off < size) {
-        std::size_t left = size - off;
-        std::size_t len = left > kMaxChunk ? kMaxChunk : left;
-        if (left > kMaxChunk && left - kMaxChunk < kMinChunk) len = left - kMinChunk;  // keep the last one long enough
-        f(off, static_cast<std::uint32_t>(len));
-        off += len;
-    }
+std::uint32_t round_up(std::uint32_t v, std::uint32_t a) { return (v + a - 1) / a * a; }
+
+// Big-endian (network order) field of `bytes` bytes.
+void put(std::uint8_t* p, std::uint32_t v, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * (bytes - 1 - i)));
+}
+
+// Data bytes per frame a port was opened for, 0 if it was not opened as an engine port.
+std::uint32_t payload_of(const IgbOptions& o) {
+    if (o.loopback != Loopback::mac || !o.external_queues || o.rx_header_bytes != LoopbackQueue::header_slot ||
+        o.promiscuous)
+        return 0;
+    std::uint32_t by_frame = o.max_frame - LoopbackQueue::header_bytes;
+    std::uint32_t by_buffer = o.rx_buffer_bytes - LoopbackQueue::header_bytes;  // QEMU counts the header in
+    return std::min(by_frame, by_buffer) / 1024 * 1024;
 }
 }  // namespace
 
-IgbOptions LoopbackCopy::port_options(std::uint32_t ring) {
+IgbOptions loopback_port_options(std::uint16_t queues, std::uint32_t ring, std::uint32_t payload) {
+    if (payload < 1024 || payload % 1024 != 0 || payload + LoopbackQueue::header_bytes > 9724) {
+        throw Error("configure loopback engine", log::concat(payload, " data bytes per frame"),
+                    "frames carry 1 to 9 KiB of data, in whole KiB");
+    }
     IgbOptions o;
+    o.rx_queues = o.tx_queues = queues;
+    o.rx_ring = o.tx_ring = ring;
     o.loopback = Loopback::mac;
-    o.promiscuous = true;
-    o.rx_manual = true;
-    o.rx_ring = ring;
-    o.tx_ring = ring;
+    o.broadcast = false;
+    o.mac = loopback_engine_mac;
+    o.external_queues = true;
+    o.rx_header_bytes = LoopbackQueue::header_slot;
+    // QEMU's model counts the split header into the buffer when it checks for room: one KiB more.
+    o.rx_buffer_bytes = round_up(payload + LoopbackQueue::header_bytes, 1024);
+    o.max_frame = std::max<std::uint32_t>(1514, payload + LoopbackQueue::header_bytes);
     return o;
 }
 
-LoopbackCopy::LoopbackCopy(Igb& port) : port_(port) {
+LoopbackQueue make_loopback_queue(const Igb& port, std::uint16_t queue) {
     const IgbOptions& o = port.options();
-    if (o.loopback != Loopback::mac || !o.promiscuous || !o.rx_manual || port.rx_free_slots(0) + 1 != o.rx_ring) {
-        throw Error("open loopback copy engine", port.device().bdf().str(),
-                    "the port is not in MAC loopback with promiscuous receive and empty RX rings",
-                    "open the nic::Igb with LoopbackCopy::port_options()");
+    std::uint32_t payload = payload_of(o);
+    if (payload == 0) {
+        throw Error("open loopback DMA engine", port.device().bdf().str(),
+                    "the port is not open as an engine (MAC loopback, external queues, header split)",
+                    "open the nic::Igb with nic::loopback_port_options()");
     }
-    pending_.resize(port.rx_free_slots(0) + 1);
+    QueuePair qp = port.queue_pair(queue);  // throws for a queue the port does not have
+    LoopbackQueue q{};
+    q.qp = qp;
+    q.payload = payload;
+    q.port = kFirstSrcPort;
+    if (o.rx_queues > 1) {
+        while (rss_queue(rss_hash_ipv4(kSrcIp, kDstIp, q.port, kDstPort), o.rx_queues) != queue) ++q.port;
+    }
+    // Ethernet to ourselves from ourselves, IPv4 (20 bytes, don't fragment, TTL 64), UDP. Total length,
+    // id, checksum and UDP length are filled per frame (LoopbackQueue::write_header).
+    std::uint8_t* h = q.header;
+    const MacAddress mac = port.mac();
+    std::copy(mac.bytes.begin(), mac.bytes.end(), h);
+    std::copy(mac.bytes.begin(), mac.bytes.end(), h + 6);
+    put(h + 12, 0x0800, 2);
+    h[14] = 0x45;
+    put(h + 20, 0x4000, 2);
+    h[22] = 64;
+    h[23] = 17;
+    put(h + 26, kSrcIp, 4);
+    put(h + 30, kDstIp, 4);
+    put(h + 34, q.port, 2);
+    put(h + 36, kDstPort, 2);
+    q.status = LoopbackQueue::Status::ok;
+    return q;
 }
 
-bool LoopbackCopy::start(std::uint64_t dst, std::uint64_t src, std::size_t size) noexcept {
-    if (broken_ || size < kMinChunk) return false;
-    std::size_t frames = 0;
-    chunks(size, [&](std::size_t, std::uint32_t) { ++frames; });
-    if (frames > port_.rx_free_slots(0) || frames > port_.tx_free_slots(0) || count_ + frames > pending_.size())
-        return false;
-    // Receive buffers first (at the exact destinations), then the frames: nothing can arrive unposted.
-    Packet batch[32];
-    std::size_t k = 0;
-    auto flush_rx = [&] {
-        port_.rx_post(0, std::span(batch, k));
-        k = 0;
-    };
-    chunks(size, [&](std::size_t off, std::uint32_t len) {
-        batch[k++] = Packet{nullptr, dst + off, len, 0, nullptr};
-        pending_[(head_ + count_++) % pending_.size()] = Chunk{dst + off, len};
-        if (k == 32) flush_rx();
-    });
-    flush_rx();
-    chunks(size, [&](std::size_t off, std::uint32_t len) {
-        batch[k++] = Packet{nullptr, src + off, len, 0, nullptr};
-        if (k == 32) {
-            port_.tx_burst(0, std::span(batch, k));
-            k = 0;
-        }
-    });
-    port_.tx_burst(0, std::span(batch, k));
-    return true;
-}
-
-bool LoopbackCopy::wait(int timeout_ms) noexcept {
-    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (count_ && !broken_) {
-        Packet got[32];
-        std::uint16_t n = port_.rx_burst(0, got);
-        for (std::uint16_t i = 0; i < n; ++i) {
-            const Chunk& c = pending_[head_];
-            if (got[i].iova != c.dst || got[i].len != c.len) broken_ = true;
-            bytes_ += c.len;
-            head_ = (head_ + 1) % pending_.size();
-            --count_;
-        }
-        port_.tx_reclaim(0);
-        if (n == 0 && std::chrono::steady_clock::now() > end) return false;
-    }
-    return !broken_;
-}
+LoopbackCopy::LoopbackCopy(Igb& port, std::uint16_t queue) : q_(make_loopback_queue(port, queue)) {}
 
 }  // namespace bardrive::nic

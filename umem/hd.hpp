@@ -5,14 +5,15 @@
 
 #include <cstdint>
 
+#include "../core/hd.hpp"
+
 #if defined(__CUDACC__)
 #include <cuda/atomic>
-#define UMEM_HD __host__ __device__
 #else
 #include <atomic>
 #include <thread>
-#define UMEM_HD
 #endif
+#define UMEM_HD BARDRIVE_HD
 
 namespace bardrive::umem::atom {
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../core/hd.hpp"
+
 namespace bardrive::vfio {
 
 // Owns one mmap()ed register window and is the only way the project touches MMIO.
@@ -64,30 +66,12 @@ private:
     std::string name_;
 };
 
-// Barriers for device ordering (the CPU's, not only the compiler's).
+// Barriers for device ordering (the CPU's, not only the compiler's), from core/hd.hpp.
 // wmb: earlier stores (descriptors in DMA memory, write-combined stores) are visible before later
 //      ones (the doorbell write). rmb: a later load (descriptor body) is not satisfied before an
 //      earlier one (the done bit / a register). mb: both.
-inline void wmb() noexcept {
-#if defined(__x86_64__)
-    __asm__ __volatile__("sfence" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-inline void rmb() noexcept {
-#if defined(__x86_64__)
-    __asm__ __volatile__("lfence" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-inline void mb() noexcept {
-#if defined(__x86_64__)
-    __asm__ __volatile__("mfence" ::: "memory");
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
+using io::mb;
+using io::rmb;
+using io::wmb;
 
 }  // namespace bardrive::vfio

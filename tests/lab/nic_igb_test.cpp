@@ -373,7 +373,7 @@ TEST_CASE("igb: a TX head write-back out of range is ignored and counted; no buf
 
 TEST_CASE("igb as a DMA engine: MAC loopback copies memory to memory and into the window, exactly") {
     Bed bed;
-    Igb port(*bed.a, *bed.iovas, *bed.pool, nic::LoopbackCopy::port_options());
+    Igb port(*bed.a, *bed.iovas, nic::LoopbackCopy::port_options());
     nic::LoopbackCopy copy(port);
     auto mem = dma::Memory::allocate(4 << 20);
     auto map = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
@@ -381,15 +381,18 @@ TEST_CASE("igb as a DMA engine: MAC loopback copies memory to memory and into th
     auto* dst = src + (2 << 20);
     std::mt19937 rng(7);
     for (std::size_t i = 0; i < (1 << 20); ++i) src[i] = static_cast<std::uint8_t>(rng());
-    for (std::size_t size : {60u, 1514u, 1515u, 1573u, 100000u, 600000u}) {
+    std::uint64_t copied = 0;
+    for (std::size_t size : {23u, 60u, 1514u, 4095u, 4096u, 4097u, 4114u, 100000u, 600000u}) {
         INFO("size " << size);
-        std::memset(dst, 0xaa, size + 64);
+        std::memset(dst - 64, 0xaa, size + 128);
         REQUIRE(copy.start(map.iova() + (2 << 20), map.iova(), size));
         REQUIRE(copy.wait(20000));
         CHECK(std::memcmp(dst, src, size) == 0);
-        CHECK(dst[size] == 0xaa);  // not a byte past the end
+        CHECK(dst[-1] == 0xaa);    // no header before the destination...
+        CHECK(dst[size] == 0xaa);  // ...and not a byte past its end
+        copied += size;
     }
-    CHECK_FALSE(copy.start(map.iova() + (2 << 20), map.iova(), 59));  // would be padded past the end
+    CHECK_FALSE(copy.start(map.iova() + (2 << 20), map.iova(), 22));  // would stay in the header buffer
     // Host memory into the peer window (what a NIC-driven migration into GPU memory does).
     auto win_dev = vfio::Device::open(*bed.domain, bed.windows.at(0));
     auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, win_dev, 2);
@@ -398,7 +401,48 @@ TEST_CASE("igb as a DMA engine: MAC loopback copies memory to memory and into th
     REQUIRE(copy.wait(20000));
     const auto* w = const_cast<const std::uint8_t*>(window.cpu().data() + window.bar_offset() + off);
     CHECK(std::memcmp(w, src + 4096, size) == 0);
-    CHECK(copy.bytes_copied() == 60 + 1514 + 1515 + 1573 + 100000 + 600000 + size);
+    CHECK(copy.bytes_copied() == copied + size);
+    CHECK(copy.queue().status == nic::LoopbackQueue::Status::ok);
+}
+
+TEST_CASE("igb as a DMA engine: RSS brings each queue's frames back to its own queue; standard and jumbo frames") {
+    Bed bed;
+    auto mem = dma::Memory::allocate(8 << 20);
+    auto map = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
+    auto* src = reinterpret_cast<std::uint8_t*>(mem.data());
+    std::mt19937 rng(11);
+    for (std::size_t i = 0; i < (4 << 20); ++i) src[i] = static_cast<std::uint8_t>(rng());
+    for (std::uint32_t payload : {1024u, 4096u, 8192u}) {
+        INFO("payload " << payload);
+        const std::uint16_t queues = 4;
+        Igb port(*bed.a, *bed.iovas, nic::loopback_port_options(queues, 256, payload));
+        std::vector<std::unique_ptr<nic::LoopbackCopy>> copies;
+        for (std::uint16_t q = 0; q < queues; ++q) copies.push_back(std::make_unique<nic::LoopbackCopy>(port, q));
+        // Every queue copies its own 1 MiB slice at once; a frame steered to the wrong queue would land in
+        // that queue's buffers and fail its header check (port and sequence) there.
+        auto* dst = src + (4 << 20);
+        std::memset(dst, 0, 4 << 20);
+        const std::size_t slice = (1 << 20) - 333;
+        for (std::uint16_t q = 0; q < queues; ++q) {
+            std::uint64_t o = std::uint64_t{q} << 20;
+            std::size_t done = 0;
+            while (done < slice) {  // in pieces that fit the ring
+                std::size_t n = std::min<std::size_t>(slice - done, std::size_t{100} * payload);
+                REQUIRE(copies[q]->start(map.iova() + (4 << 20) + o + done, map.iova() + o + done, n));
+                REQUIRE(copies[q]->wait(20000));
+                done += n;
+            }
+        }
+        for (std::uint16_t q = 0; q < queues; ++q) {
+            INFO("queue " << q);
+            std::uint64_t o = std::uint64_t{q} << 20;
+            CHECK(std::memcmp(dst + o, src + o, slice) == 0);
+            CHECK(dst[o + slice] == 0);
+            CHECK(copies[q]->queue().frames == copies[q]->queue().frames_for(slice));
+            CHECK(copies[q]->queue().status == nic::LoopbackQueue::Status::ok);
+        }
+        CHECK(port.device_stats().rx_oversize == 0);
+    }
 }
 
 TEST_CASE("igb: set-up errors are clear and leave the device usable") {

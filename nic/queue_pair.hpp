@@ -1,0 +1,28 @@
+// One igb queue pair's raw pieces, for a driver outside nic::Igb (IgbOptions::external_queues): plain
+// pointers that code on a CPU thread or on a GPU thread (where the GPU can reach the NIC's BAR and the
+// ring memory) uses to write descriptors, ring doorbells and read completions.
+#pragma once
+
+#include <cstdint>
+
+#include "igb_desc.hpp"
+
+namespace bardrive::nic {
+
+struct QueuePair {
+    igb::AdvRxDesc* rx;  // rx_size descriptors, empty (head = tail = 0) when handed out
+    std::uint32_t rx_size;
+    igb::AdvTxDesc* tx;
+    std::uint32_t tx_size;
+    volatile std::uint32_t* rdt;  // tail doorbells (BAR 0)
+    volatile std::uint32_t* tdt;
+    volatile std::uint32_t* rxdctl;         // clearing its ENABLE bit stops DMA into posted buffers
+    const volatile std::uint32_t* tx_head;  // TX head write-back word
+    // Header buffers in DMA memory: rx_size slots for RX header split, then tx_size slots for headers to
+    // send, header_slot bytes each; the CPU address and the device's.
+    std::uint8_t* headers;
+    std::uint64_t headers_iova;
+    std::uint32_t header_slot;
+};
+
+}  // namespace bardrive::nic
