@@ -43,6 +43,7 @@ PeerWindow PeerWindow::map(vfio::Domain& domain, IovaAllocator& iovas, const vfi
                           "IOMMU allows it for an mmapped BAR");
     }
     w.offset_ = offset;
+    w.peer_ = peer.bdf();
     log::debug("peer window ", name, " +0x", std::hex, offset, " size 0x", size, " at IOVA 0x", w.mapping_.iova());
     return w;
 }

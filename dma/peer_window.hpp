@@ -25,6 +25,7 @@ public:
     std::uint64_t iova() const noexcept { return mapping_.iova(); }
     std::size_t size() const noexcept { return mapping_.size(); }
     std::uint64_t bar_offset() const noexcept { return offset_; }
+    const pci::Bdf& peer() const noexcept { return peer_; }  // the device whose BAR this is
     const vfio::Mmio& cpu() const noexcept { return bar_; }  // whole BAR; window starts at bar_offset()
 
 private:
@@ -32,6 +33,7 @@ private:
     vfio::Mmio bar_;
     Mapping mapping_;  // declared after bar_: leaves the IOMMU before the BAR is unmapped
     std::uint64_t offset_ = 0;
+    pci::Bdf peer_{};
 };
 
 }  // namespace bardrive::dma

@@ -338,4 +338,21 @@ UMEM_HD inline void release(const PagerView& v, std::uint64_t page, Group& g) {
     if (g.leader()) end_access(v, page);
 }
 
+// Writes every dirty resident frame back to host memory with the group's mover and clears its dirty
+// bit. Call with no access in flight (pagers' flush()).
+template <class Group, class Mover>
+UMEM_HD inline void flush_all(const PagerView& v, Group& g, Mover& m) {
+    for (std::uint64_t page = 0; page < v.pages; ++page) {
+        Pte e{atom::load(&v.pte[page])};
+        if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
+        m.to_host(g, v.host_page(page), v.frame_data(e.frame()), v.page_bytes(page));
+        g.sync();
+        if (g.leader()) {
+            atom::fetch_and(&v.pte[page], ~Pte::dirty);
+            v.count(g.shard(), c_writebacks);
+            v.count(g.shard(), c_bytes_out, v.page_bytes(page));
+        }
+    }
+}
+
 }  // namespace bardrive::umem
