@@ -368,4 +368,17 @@ std::vector<std::size_t> p2p_candidates(const Topology& t, bool all) {
     return out;
 }
 
+std::vector<P2pReport> rank_p2p_pairs(const Topology& t, const std::vector<std::size_t>& initiators,
+                                      const std::vector<std::size_t>& targets) {
+    std::vector<P2pReport> out;
+    for (std::size_t a : initiators)
+        for (std::size_t b : targets)
+            if (a != b) out.push_back(judge_p2p(t, a, b));
+    std::stable_sort(out.begin(), out.end(), [](const P2pReport& x, const P2pReport& y) {
+        if (x.verdict != y.verdict) return x.verdict < y.verdict;  // declared best first
+        return x.path.cls < y.path.cls;
+    });
+    return out;
+}
+
 }  // namespace bardrive::pci

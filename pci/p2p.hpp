@@ -62,4 +62,10 @@ HostBridgeAllowance host_bridge_allowance(const Topology& t, std::size_t host_br
 // of at least 64 MiB. `all` takes every endpoint.
 std::vector<std::size_t> p2p_candidates(const Topology& t, bool all);
 
+// Every initiator/target pair judged, best first: supported before platform-dependent before
+// unsupported, then the shorter path class (PIX before PXB ... SYS), then the order given. Answers
+// "which NIC should DMA into this GPU's BAR". Pairs of a device with itself are left out.
+std::vector<P2pReport> rank_p2p_pairs(const Topology& t, const std::vector<std::size_t>& initiators,
+                                      const std::vector<std::size_t>& targets);
+
 }  // namespace bardrive::pci

@@ -63,3 +63,34 @@ TEST_CASE("lab numa preset: host bridges carry their NUMA nodes", "[pci][lab-fix
     CHECK(node("0000:41:00.0") == 0);
     CHECK(node("0000:81:00.0") == 1);
 }
+
+TEST_CASE("ranking NIC -> window pairs: the NIC on the window's switch first, then by class and verdict",
+          "[pci][p2p][lab-fixture]") {
+    for (const char* preset : {"switch", "numa"}) {
+        INFO("preset " << preset);
+        auto src = open_source(std::string(PCI_FIXTURES) + "/lab-" + preset + ".snapshot");
+        auto t = read_topology(*src);
+        std::vector<std::size_t> nics, windows;
+        for (std::size_t i = 0; i < t.devices.size(); ++i) {
+            if (t.devices[i].vendor_id == 0x8086 && t.devices[i].device_id == 0x10c9) nics.push_back(i);
+            if (t.devices[i].vendor_id == 0x1af4 && t.devices[i].device_id == 0x1110) windows.push_back(i);
+        }
+        auto ranked = rank_p2p_pairs(t, nics, windows);
+        REQUIRE(ranked.size() == nics.size() * windows.size());
+        for (std::size_t k = 1; k < ranked.size(); ++k) {
+            const auto &x = ranked[k - 1], &y = ranked[k];
+            CHECK((x.verdict < y.verdict || (x.verdict == y.verdict && x.path.cls <= y.path.cls)));
+        }
+        auto pair = [&](const P2pReport& r) {
+            return t.devices[r.initiator].bdf.str() + " " + t.devices[r.target].bdf.str();
+        };
+        if (std::string(preset) == "switch") {
+            CHECK(pair(ranked.front()) == "0000:03:00.0 0000:04:00.0");  // PIX, below one switch
+            CHECK(ranked.front().verdict == Verdict::supported);
+        } else {
+            CHECK(pair(ranked.front()) == "0000:81:00.0 0000:82:00.0");  // PHB on node 1 beats NODE and SYS
+            CHECK(ranked.back().path.cls == PathClass::SYS);
+        }
+    }
+    CHECK(rank_p2p_pairs(Topology{}, {}, {}).empty());
+}
