@@ -48,7 +48,8 @@ ThreadGroup ThreadGroup::current() {
     return ThreadGroup{shard};
 }
 
-HostPager::HostPager(const Config& cfg, std::byte* data) : frames_(frame_pool(cfg)), tables_(cfg, data, frames_.get()) {}
+HostPager::HostPager(const Config& cfg, std::byte* data)
+    : frames_(frame_pool(cfg)), tables_(cfg, data, frames_.get()) {}
 
 HostPager::Access HostPager::access(std::uint64_t page, bool write) noexcept {
     ThreadGroup g = ThreadGroup::current();

@@ -68,7 +68,8 @@ const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic
         throw Error(kWhat, window.cpu().name(),
                     log::concat("the window holds ", window.size(), " bytes; a pool of ", cfg.paging.frames,
                                 " frames of ", page, " bytes at offset ", cfg.pool_offset, " does not fit"),
-                    log::concat("use at most ", fit, " frames (a smaller pool oversubscribes: fine), or map a larger "
+                    log::concat("use at most ", fit,
+                                " frames (a smaller pool oversubscribes: fine), or map a larger "
                                 "window"));
     }
     std::uint64_t pages = page_count(cfg.paging);
@@ -99,7 +100,8 @@ NicPager::NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::Peer
                    const dma::Mapping& store, const NicPagerConfig& cfg)
     : tables_(checked(cfg, nic, window, store).paging, static_cast<std::byte*>(store.vaddr()), pool_of(window, cfg)),
       id_(next_pager_id()) {
-    port_ = std::make_unique<nic::Igb>(nic, iovas, nic::loopback_port_options(cfg.queues, ring_for(cfg), frame_data_of(cfg)));
+    port_ = std::make_unique<nic::Igb>(nic, iovas,
+                                       nic::loopback_port_options(cfg.queues, ring_for(cfg), frame_data_of(cfg)));
     for (std::uint16_t q = 0; q < cfg.queues; ++q) queues_.push_back(nic::make_loopback_queue(*port_, q));
     locks_.assign(std::size_t{cfg.queues} * counter_stride, 0);
     counters_.assign(std::size_t{cfg.queues} * counter_stride, 0);

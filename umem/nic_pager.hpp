@@ -24,7 +24,7 @@
 namespace bardrive::umem {
 
 struct NicPagerConfig {
-    Config paging;            // bytes, page_size, frames (the pool), admission, eviction, prefetch
+    Config paging;             // bytes, page_size, frames (the pool), admission, eviction, prefetch
     std::uint16_t queues = 1;  // NIC queue pairs, one per worker thread: 1..8
     // Data bytes per Ethernet frame (1..9 KiB in whole KiB); 0: the page size up to 8 KiB, so a 4 KiB
     // page moves as one jumbo frame (chosen by measurement: umem/README.md).

@@ -91,8 +91,7 @@ enum class Pattern { random, sequential };
 
 // `threads` threads, each on its own queue, make `accesses` accesses each over the whole array, a quarter
 // of them writes of the words they own (word % threads == thread). Returns the wrong values seen.
-std::uint64_t run_threads(umem::NicPager& pager, Workload& wl, unsigned threads, Pattern pattern,
-                          unsigned accesses) {
+std::uint64_t run_threads(umem::NicPager& pager, Workload& wl, unsigned threads, Pattern pattern, unsigned accesses) {
     std::atomic<std::uint64_t> wrong{0};
     std::vector<std::thread> ts;
     std::vector<unsigned> queue(threads);
@@ -102,8 +101,8 @@ std::uint64_t run_threads(umem::NicPager& pager, Workload& wl, unsigned threads,
             std::mt19937_64 rng(1000 + t);
             std::uint64_t bad = 0, version = 0;
             for (unsigned i = 0; i < accesses; ++i) {
-                std::uint64_t page = pattern == Pattern::random ? rng() % wl.pages
-                                                                : (t * wl.pages / threads + i) % wl.pages;
+                std::uint64_t page =
+                    pattern == Pattern::random ? rng() % wl.pages : (t * wl.pages / threads + i) % wl.pages;
                 bool write = rng() % 4 == 0;
                 std::uint64_t first = page * kWordsPerPage;
                 std::uint64_t lo[16], idx[16];
@@ -235,7 +234,8 @@ TEST_CASE("NIC pager: every frame pinned never deadlocks: misses read through") 
                 auto a = pager.access((page + t) % (pages - 2) + 2, false);
                 auto* data = reinterpret_cast<const std::uint64_t*>(a.data());
                 std::uint64_t p = (page + t) % (pages - 2) + 2;
-                for (std::uint64_t k = 0; k < kWordsPerPage; k += 37) wrong += wl.check(data + k, p * kWordsPerPage + k, 0);
+                for (std::uint64_t k = 0; k < kWordsPerPage; k += 37)
+                    wrong += wl.check(data + k, p * kWordsPerPage + k, 0);
             }
         });
     }
