@@ -7,19 +7,12 @@
 // rx_burst on B, rate = frames B received / time from the first send to the last receive (so bardrive's
 // figure includes receiving; pktgen's does not), every frame's sequence number checked. Under TCG the
 // device model's cost is in both figures.
-#include <arpa/inet.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -29,9 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
-#include "core/fd.hpp"
-#include "core/file.hpp"
 #include "core/log.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
@@ -42,6 +34,8 @@
 #include "vfio/domain.hpp"
 
 using namespace bardrive;
+using bench::KernelPort;
+using bench::read_line;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -51,50 +45,6 @@ struct Result {
     std::uint64_t in_order = 0;
     double seconds = 0;
     double pps() const { return seconds > 0 ? static_cast<double>(received) / seconds : 0; }
-};
-
-// A one-line sysfs attribute, "" when it cannot be read.
-std::string read_line(const std::string& path) { return file::try_read_text(path).value_or(""); }
-
-// A NIC under the kernel's igb: its interface up (IPv6 off: no traffic of its own), an AF_PACKET socket.
-struct KernelPort {
-    explicit KernelPort(const pci::Bdf& bdf) {
-        std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
-        if (!std::filesystem::exists(net))
-            throw Error("open kernel port", bdf.str(), "no network interface",
-                        "leave the NICs to the kernel's igb (--bind WINDOW)");
-        name = std::filesystem::directory_iterator(net)->path().filename();
-        std::ofstream("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6") << "1";
-        sock = UniqueFd(::socket(AF_PACKET, SOCK_RAW, htons(nic::TEST_ETHERTYPE)));
-        if (!sock) throw Error::from_errno("open AF_PACKET socket", name, errno);
-        set_up(true);
-        ifindex = static_cast<int>(if_nametoindex(name.c_str()));
-        sockaddr_ll sll{};
-        sll.sll_family = AF_PACKET;
-        sll.sll_protocol = htons(nic::TEST_ETHERTYPE);
-        sll.sll_ifindex = ifindex;
-        if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0)
-            throw Error::from_errno("bind AF_PACKET socket", name, errno);
-        int one = 1, buf = 32 << 20;
-        ::setsockopt(sock.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
-        ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
-        ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf);
-        mac = nic::MacAddress::parse(read_line("/sys/class/net/" + name + "/address"));
-        auto end = Clock::now() + std::chrono::seconds(10);
-        while (read_line("/sys/class/net/" + name + "/carrier") != "1" && Clock::now() < end)
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    void set_up(bool up) {
-        ifreq ifr{};
-        std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
-        ::ioctl(sock.get(), SIOCGIFFLAGS, &ifr);
-        ifr.ifr_flags = static_cast<short>(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
-        if (::ioctl(sock.get(), SIOCSIFFLAGS, &ifr) != 0) throw Error::from_errno("set interface up/down", name, errno);
-    }
-    std::string name;
-    int ifindex = 0;
-    UniqueFd sock;
-    nic::MacAddress mac;
 };
 
 constexpr int kMaxBatch = 64;
