@@ -34,28 +34,18 @@ WindowSpec parse_window(std::string_view text) {
     return {*bdf, index};
 }
 
+BarMapping::BarMapping(const std::string& path, std::size_t bytes) : size_(bytes) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_SYNC));
+    if (!fd) throw Error::from_errno("open", path, errno, errno == EACCES || errno == EPERM ? "run as root" : "");
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED)
+        throw Error::from_errno("mmap", path, errno, "only memory BARs can be mapped; pick a memory BAR");
+    data_ = static_cast<unsigned char*>(p);
+}
+
+BarMapping::~BarMapping() { ::munmap(data_, size_); }
+
 namespace {
-
-// A shared mapping of a sysfs resource file: the BAR itself, uncached or write-combining.
-class Mapping {
-public:
-    Mapping(const std::string& path, std::size_t bytes) : size_(bytes) {
-        UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_SYNC));
-        if (!fd) throw Error::from_errno("open", path, errno, errno == EACCES || errno == EPERM ? "run as root" : "");
-        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-        if (p == MAP_FAILED)
-            throw Error::from_errno("mmap", path, errno, "only memory BARs can be mapped; pick a memory BAR");
-        data_ = static_cast<unsigned char*>(p);
-    }
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    ~Mapping() { ::munmap(data_, size_); }
-    unsigned char* data() const { return data_; }
-
-private:
-    unsigned char* data_ = nullptr;
-    std::size_t size_;
-};
 
 // Writes: plain stores; the fence drains the write-combining buffers before the clock stops.
 void write_window(unsigned char* win, const unsigned char* src, std::size_t n) {
@@ -141,8 +131,8 @@ std::vector<PathResult> run_window_paths(const std::optional<WindowSpec>& window
     }
     const std::uint64_t largest = sizes.back();
 
-    Mapping uc(uc_path, largest);
-    std::optional<Mapping> wc;
+    BarMapping uc(uc_path, largest);
+    std::optional<BarMapping> wc;
     std::string wc_reason;
     if (::access(wc_path.c_str(), F_OK) == 0)
         wc.emplace(wc_path, largest);

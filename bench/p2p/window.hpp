@@ -20,6 +20,21 @@ struct WindowSpec {
     int bar = 0;  // 0..5
 };
 
+// A shared mapping of a BAR through its sysfs resource file: `resourceN` (uncached) or `resourceN_wc`
+// (write-combining, offered for prefetchable BARs). Throws bardrive::Error when it cannot be mapped.
+class BarMapping {
+public:
+    BarMapping(const std::string& path, std::size_t bytes);
+    BarMapping(const BarMapping&) = delete;
+    BarMapping& operator=(const BarMapping&) = delete;
+    ~BarMapping();
+    unsigned char* data() const { return data_; }
+
+private:
+    unsigned char* data_ = nullptr;
+    std::size_t size_;
+};
+
 // "0000:00:05.0/2" or "00:05.0/bar2"; throws bardrive::Error explaining the form.
 WindowSpec parse_window(std::string_view text);
 
