@@ -28,4 +28,15 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
+// Warps page an array through umem's NIC engine (NicMover, nic::LoopbackQueue) with `queues` queue pairs
+// served by software ports on a CPU thread (tests/support/fake_loopback_port.hpp): the GPU side of the
+// engine on a real GPU, no NIC. Reads checked on the GPU, host memory after a flush on the CPU.
+struct NicWarpResult {
+    std::uint64_t bad_reads = 0, bad_words = 0;
+    std::uint64_t moves = 0, frames = 0, fallbacks = 0, broken = 0;
+    Stats stats;
+};
+NicWarpResult run_nic_warps(std::uint64_t pages, std::uint64_t frames, std::uint32_t queues, std::uint32_t warps,
+                            std::uint32_t ops);
+
 }  // namespace bardrive::umem::gputest

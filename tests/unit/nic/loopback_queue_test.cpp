@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "nic/loopback_copy.hpp"
 #include "nic/rss.hpp"
+#include "support/fake_loopback_port.hpp"
 
 using namespace bardrive::nic;
 using bardrive::nic::LoopbackQueue;
@@ -21,66 +22,22 @@ namespace {
 constexpr std::uint64_t kIovaBase = 0x40000000;
 constexpr std::uint32_t kRing = 64;
 
-// Host memory standing in for everything the device reaches: IOVA = kIovaBase + offset.
+// The fake device with its rings and 8 MiB of memory it reaches at IOVA kIovaBase.
 struct FakePort {
     std::vector<std::uint8_t> mem = std::vector<std::uint8_t>(8 << 20, 0);
     std::vector<igb::AdvRxDesc> rx = std::vector<igb::AdvRxDesc>(kRing);
     std::vector<igb::AdvTxDesc> tx = std::vector<igb::AdvTxDesc>(kRing);
     std::vector<std::uint8_t> headers = std::vector<std::uint8_t>(2 * kRing * 64);
-    std::uint32_t rdt = 0, tdt = 0, rxdctl = 1u << 25, tx_head_wb = 0;
-    std::uint32_t rdh = 0, tdh = 0;  // the device's heads
-    // Lies, applied to the next frame received when set.
-    std::function<void(igb::AdvRxDesc&, std::uint8_t* header)> lie;
-    bool deaf = false;  // sends nothing back (DMA that went nowhere, a dead device)
-
+    std::uint32_t regs[4] = {};
+    bardrive::testing::FakeLoopbackPort dev{{rx.data(), tx.data(), headers.data(), regs}, kRing, 0x10000000};
+    FakePort() { dev.map(kIovaBase, mem.data(), mem.size()); }
     std::uint8_t* at(std::uint64_t iova) { return mem.data() + (iova - kIovaBase); }
-    std::uint8_t* header_at(std::uint64_t iova) { return headers.data() + (iova - kIovaBase - (4 << 20)); }
-
-    QueuePair qp() {
-        return QueuePair{rx.data(), kRing,   tx.data(),   kRing,          &rdt,
-                         &tdt,      &rxdctl, &tx_head_wb, headers.data(), kIovaBase + (4 << 20),
-                         64};
-    }
-
-    // Runs the device: sends every queued frame and receives it on the same queue with header split.
-    void run() {
-        if (deaf) return;
-        std::vector<std::uint8_t> frame;
-        while (tdh != tdt && (rxdctl & (1u << 25))) {
-            const igb::AdvTxDesc& d = tx[tdh];
-            std::uint32_t len = d.read.cmd_type_len & igb::txd::DTALEN_MASK;
-            const std::uint8_t* src =
-                d.read.buffer_addr >= kIovaBase + (4 << 20) ? header_at(d.read.buffer_addr) : at(d.read.buffer_addr);
-            frame.insert(frame.end(), src, src + len);
-            bool eop = d.read.cmd_type_len & igb::txd::CMD_EOP;
-            tdh = (tdh + 1) % kRing;
-            if (d.read.cmd_type_len & igb::txd::CMD_RS) tx_head_wb = tdh;
-            if (!eop) continue;
-            REQUIRE(rdh != rdt);  // the engine posts receive buffers before it sends
-            igb::AdvRxDesc& r = rx[rdh];
-            std::uint8_t* hdr = header_at(r.read.hdr_addr);
-            // Split always: a frame that fits the 64-byte header buffer stays there whole.
-            std::uint32_t hlen = frame.size() <= 64 ? static_cast<std::uint32_t>(frame.size()) : 42;
-            std::memcpy(hdr, frame.data(), hlen);
-            std::memcpy(at(r.read.pkt_addr), frame.data() + hlen, frame.size() - hlen);
-            std::uint32_t data = static_cast<std::uint32_t>(frame.size() - hlen);
-            std::memset(&r, 0, sizeof r);
-            r.wb.length = static_cast<std::uint16_t>(data);
-            r.wb.hdr_info = static_cast<std::uint16_t>(hlen << igb::rxd::HDR_LEN_SHIFT | igb::rxd::HDR_SPH);
-            r.wb.status_error = igb::rxd::DD | igb::rxd::EOP;
-            if (lie) {
-                lie(r, hdr);
-                lie = nullptr;
-            }
-            rdh = (rdh + 1) % kRing;
-            frame.clear();
-        }
-    }
+    void run() { dev.run(); }
 };
 
 LoopbackQueue queue_on(FakePort& port, std::uint32_t payload = 1024) {
     LoopbackQueue q{};
-    q.qp = port.qp();
+    q.qp = port.dev.queue_pair();
     q.payload = payload;
     q.port = 49152;
     std::uint8_t tmpl[42] = {2,    0, 0,   0,   0,  1, 2,    0,    0,    0,    0, 1, 0x08, 0x00,
@@ -169,11 +126,11 @@ TEST_CASE("loopback queue: every lie of the device breaks the queue and stops it
         INFO(c.what);
         FakePort port;
         LoopbackQueue q = queue_on(port);
-        port.lie = c.lie;
+        port.dev.lie = c.lie;
         CHECK_FALSE(copy(port, q, 4000));
         CHECK(q.status == LoopbackQueue::Status::broken);
         CHECK(q.failed_check == c.check);
-        CHECK(port.rxdctl == 0);                            // receive DMA stopped at once
+        CHECK(port.dev.rxdctl() == 0);                      // receive DMA stopped at once
         CHECK_FALSE(q.start(iova(2 << 20), iova(0), 100));  // and the queue stays out of use
     }
 }
@@ -183,17 +140,17 @@ TEST_CASE("loopback queue: a TX head beyond what was queued, and silence, break 
         FakePort port;
         LoopbackQueue q = queue_on(port);
         REQUIRE(copy(port, q, 2000));
-        port.tx_head_wb = 40;  // nothing was queued there
+        port.dev.set_tx_head(40);  // nothing was queued there
         CHECK_FALSE(q.start(iova(2 << 20), iova(0), 2000));
         CHECK(q.failed_check == LoopbackQueue::check_head);
     }
     {
         FakePort port;
-        port.deaf = true;
+        port.dev.deaf = true;
         LoopbackQueue q = queue_on(port);
         CHECK_FALSE(copy(port, q, 2000));
         CHECK(q.failed_check == LoopbackQueue::check_timeout);
-        CHECK(port.rxdctl == 0);
+        CHECK(port.dev.rxdctl() == 0);
     }
 }
 
