@@ -54,6 +54,18 @@ struct Bed {
     std::unique_ptr<dma::IovaAllocator> iovas;
 };
 
+// A Bed with the window mapped as a peer window: only type1 maps one (the last test case checks the rest).
+struct PagerBed : Bed {
+    PagerBed() : window(map_window()) {}
+    dma::PeerWindow window;
+
+private:
+    dma::PeerWindow map_window() {
+        if (!type1()) SKIP("peer windows need the type1 container; this run checks the refusal");
+        return dma::PeerWindow::map(*domain, *iovas, *win_dev, 2);
+    }
+};
+
 // The array in host memory, its expected contents, and the checks.
 struct Workload {
     Workload(Bed& bed, std::uint64_t pages)
@@ -146,9 +158,8 @@ umem::NicPagerConfig config(std::uint64_t pages, std::uint64_t frames, std::uint
 }  // namespace
 
 TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, pools of 100/50/10%") {
-    Bed bed;
-    if (!bed.type1()) SKIP("peer windows need the type1 container; this run checks the refusal below");
-    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, *bed.win_dev, 2);
+    PagerBed bed;
+    auto& window = bed.window;
     const std::uint64_t pages = 40;
     for (unsigned threads : {1u, 2u, 4u, 8u}) {
         for (Pattern pattern : {Pattern::random, Pattern::sequential}) {
@@ -180,9 +191,8 @@ TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, po
 }
 
 TEST_CASE("NIC pager: faults on one page from 8 threads at once fill it once") {
-    Bed bed;
-    if (!bed.type1()) SKIP("peer windows need the type1 container");
-    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, *bed.win_dev, 2);
+    PagerBed bed;
+    auto& window = bed.window;
     const std::uint64_t pages = 16;
     Workload wl(bed, pages);
     umem::NicPager pager(*bed.nic, *bed.iovas, window, wl.map, config(pages, pages, 8));
@@ -209,9 +219,8 @@ TEST_CASE("NIC pager: faults on one page from 8 threads at once fill it once") {
 }
 
 TEST_CASE("NIC pager: every frame pinned never deadlocks: misses read through") {
-    Bed bed;
-    if (!bed.type1()) SKIP("peer windows need the type1 container");
-    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, *bed.win_dev, 2);
+    PagerBed bed;
+    auto& window = bed.window;
     const std::uint64_t pages = 16;
     Workload wl(bed, pages);
     umem::NicPager pager(*bed.nic, *bed.iovas, window, wl.map, config(pages, 2, 4));
@@ -248,9 +257,8 @@ TEST_CASE("NIC pager: every frame pinned never deadlocks: misses read through") 
 }
 
 TEST_CASE("NIC pager: the content checks catch a lost fill and a fill one page off (the test would go red)") {
-    Bed bed;
-    if (!bed.type1()) SKIP("peer windows need the type1 container");
-    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, *bed.win_dev, 2);
+    PagerBed bed;
+    auto& window = bed.window;
     const std::uint64_t pages = 32;
     for (umem::NicFault fault : {umem::NicFault::lose_fill, umem::NicFault::misplace_fill}) {
         INFO((fault == umem::NicFault::lose_fill ? "a lost fill" : "a fill one page off"));
@@ -269,9 +277,8 @@ TEST_CASE("NIC pager: the content checks catch a lost fill and a fill one page o
 }
 
 TEST_CASE("NIC pager: set-up errors say what is wrong and what to do") {
-    Bed bed;
-    if (!bed.type1()) SKIP("peer windows need the type1 container");
-    auto window = dma::PeerWindow::map(*bed.domain, *bed.iovas, *bed.win_dev, 2);
+    PagerBed bed;
+    auto& window = bed.window;
     Workload wl(bed, 64);
     // The 64 MiB window cannot hold 20000 frames of 4 KiB.
     CHECK_THROWS_WITH(umem::NicPager(*bed.nic, *bed.iovas, window, wl.map, config(64, 20000, 1)),
