@@ -11,6 +11,7 @@
 
 #include "../nic/loopback_queue.hpp"
 #include "hd.hpp"
+#include "pager.hpp"
 
 namespace bardrive::umem {
 
