@@ -6,7 +6,6 @@
 // into memory regions the test registers. The real device is tested in the lab.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -55,8 +54,7 @@ public:
     void run() {
         if (deaf) return;
         std::vector<std::uint8_t> frame;
-        const std::uint32_t tdt = load(&m_.regs[1]);
-        std::atomic_thread_fence(std::memory_order_acquire);  // descriptors written before the doorbell
+        const std::uint32_t tdt = load(&m_.regs[1]);  // acquire: descriptors written before the doorbell
         while (tdh_ != tdt && (load(&m_.regs[2]) & (1u << 25))) {
             const nic::igb::AdvTxDesc& d = m_.tx[tdh_];
             std::uint32_t len = d.read.cmd_type_len & nic::igb::txd::DTALEN_MASK;
@@ -64,10 +62,7 @@ public:
             frame.insert(frame.end(), src, src + len);
             std::uint32_t cmd = d.read.cmd_type_len;
             tdh_ = (tdh_ + 1) % ring_;
-            if (cmd & nic::igb::txd::CMD_RS) {
-                std::atomic_thread_fence(std::memory_order_release);
-                store(&m_.regs[3], tdh_);
-            }
+            if (cmd & nic::igb::txd::CMD_RS) store(&m_.regs[3], tdh_);
             if (!(cmd & nic::igb::txd::CMD_EOP)) continue;
             if (rdh_ == load(&m_.regs[0])) throw std::logic_error("fake port: a frame arrived with no buffer posted");
             receive(frame);
@@ -114,8 +109,7 @@ private:
         std::uint32_t status = wb.wb.status_error;
         wb.wb.status_error = 0;
         std::memcpy(&r, &wb, sizeof r);
-        std::atomic_thread_fence(std::memory_order_release);
-        store(&r.wb.status_error, status);
+        store(&r.wb.status_error, status);  // release: the rest of the write-back before DD
         rdh_ = (rdh_ + 1) % ring_;
     }
 
