@@ -27,10 +27,9 @@ std::uint32_t ring_for(const NicPagerConfig& cfg) {
     return ring;
 }
 
-// The pci/ verdict on the NIC DMAing into the window's device: unsupported refuses, platform-dependent warns.
-void check_p2p(const pci::Bdf& nic, const pci::Bdf& window) {
-    pci::LiveSource src;
-    pci::Topology t = pci::read_topology(src);
+}  // namespace
+
+void check_nic_window_path(const pci::Topology& t, const pci::Bdf& nic, const pci::Bdf& window) {
     auto a = t.find(nic), b = t.find(window);
     if (!a || !b) {
         log::warn("umem: NIC pager: ", nic.str(), " or ", window.str(),
@@ -56,6 +55,8 @@ void check_p2p(const pci::Bdf& nic, const pci::Bdf& window) {
     }
 }
 
+namespace {
+
 const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic, const dma::PeerWindow& window,
                               const dma::Mapping& store) {
     std::uint32_t shift = check(cfg.paging);  // throws for a bad page size, pool or array
@@ -79,7 +80,10 @@ const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic
                                 pages << shift),
                     "map the store in whole pages (dma::Memory rounds up to its page size)");
     if (cfg.timeout_ms <= 0) throw Error(kWhat, "timeout_ms", "must be positive");
-    if (cfg.require_p2p_verdict) check_p2p(nic.bdf(), window.peer());
+    if (cfg.require_p2p_verdict) {
+        pci::LiveSource src;
+        check_nic_window_path(pci::read_topology(src), nic.bdf(), window.peer());
+    }
     return cfg;
 }
 

@@ -16,6 +16,7 @@
 #include "../dma/mapping.hpp"
 #include "../dma/peer_window.hpp"
 #include "../nic/igb.hpp"
+#include "../pci/topology.hpp"
 #include "../vfio/device.hpp"
 #include "config.hpp"
 #include "host_pager.hpp"
@@ -42,6 +43,11 @@ struct NicStats {
     std::vector<std::uint64_t> moves_per_queue;
     std::uint32_t broken_queues = 0;
 };
+
+// The set-up check NicPager makes with this machine's live topology: throws bardrive::Error when pci/
+// judges peer-to-peer DMA from `nic` into `window`'s BAR unsupported (the reasons, what to do), warns
+// when it depends on the platform, and warns that it could not check when either is missing.
+void check_nic_window_path(const pci::Topology& t, const pci::Bdf& nic, const pci::Bdf& window);
 
 class NicPager {
 public:
