@@ -65,7 +65,7 @@ const char* name(Eviction e) {
 const char* name(Counter c) {
     static const char* const names[c_count_] = {"hits",         "faults",   "fills",     "prefetches",
                                                 "read_through", "waits",    "evictions", "writebacks",
-                                                "exhausted",    "bytes_in", "bytes_out"};
+                                                "exhausted",    "bytes_in", "bytes_out", "sector_fills"};
     return c < c_count_ ? names[c] : "?";
 }
 

@@ -25,6 +25,7 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
     std::uint32_t shift = check(cfg);
     std::uint64_t pages = page_count(cfg);
     pte_.assign(pages, 0);
+    sectors_.assign(pages, 0);
     owner_.assign(cfg.frames, no_page);
     ctl_.assign(ctl_words, 0);
     counters_.assign(counter_shards * counter_stride, 0);
@@ -40,7 +41,8 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
                       shift,
                       cfg.admission,
                       cfg.eviction,
-                      cfg.prefetch_depth};
+                      cfg.prefetch_depth,
+                      sectors_.data()};
 }
 
 ThreadGroup ThreadGroup::current() {
@@ -55,6 +57,14 @@ HostPager::Access HostPager::access(std::uint64_t page, bool write) noexcept {
     ThreadGroup g = ThreadGroup::current();
     CpuMover m;
     return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m));
+}
+
+HostPager::Access HostPager::access(std::uint64_t page, bool write, std::uint32_t offset,
+                                    std::uint32_t bytes) noexcept {
+    ThreadGroup g = ThreadGroup::current();
+    CpuMover m;
+    const PagerView& v = tables_.view();
+    return Access(&v, page, acquire(v, page, write, g, m, v.sectors_of(offset, bytes)));
 }
 
 void HostPager::flush() noexcept {

@@ -45,4 +45,17 @@ TEST_CASE("frame exhaustion on the GPU: 256 warps, 2 frames, the kernel complete
 TEST_CASE("single threads in divergent code read through Array::get") {
     need_gpu();
     CHECK(run_lone_reads(1024, 64, 4096, 64) == 0);
+    CHECK(run_lone_reads(1024, 1024, 4096, 64) == 0);  // every page has a frame: hits take no pin
+}
+
+TEST_CASE("warps read and update rows smaller than a page: only their sectors move, every word exact") {
+    need_gpu();
+    const std::uint64_t pages = 2048;
+    for (std::uint64_t frames : {pages, pages / 4, std::uint64_t{16}}) {
+        INFO("frames " << frames);
+        MixedResult r = run_rows(pages, frames, 256, 200);
+        CHECK(r.bad_reads == 0);
+        CHECK(r.bad_words == 0);
+        CHECK(r.stats[c_bytes_in] < (r.stats[c_fills] + r.stats[c_sector_fills]) * 4096);  // partial fills
+    }
 }
