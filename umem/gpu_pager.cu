@@ -35,7 +35,8 @@ __global__ void flush_kernel(PagerView v) {
         const std::byte* src = v.frame_data(e.frame());
         std::byte* dst = v.host_page(page);
         // Only valid sectors: the others hold nothing of this page (host memory has their data).
-        std::uint32_t valid = static_cast<std::uint32_t>(atom::load(&v.sectors[page]));
+        std::uint32_t valid =
+            v.sectors == nullptr ? all_sectors : static_cast<std::uint32_t>(atom::load(&v.sectors[page]));
         for (std::uint32_t i = g.lane * 16; i < v.page_bytes(page); i += 512)
             if ((valid >> (i >> v.sector_shift())) & 1) __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
         __threadfence_system();
@@ -89,9 +90,10 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                       cfg.admission,
                       cfg.eviction,
                       cfg.prefetch_depth,
-                      device_alloc<std::uint64_t>(pages, "sector masks")};
+                      has_sectors(cfg) ? device_alloc<std::uint64_t>(pages, "sector masks") : nullptr};
     cuda_check(cudaMemset(view_.pte, 0, pages * 8), "umem: cudaMemset", "page table");
-    cuda_check(cudaMemset(view_.sectors, 0, pages * 8), "umem: cudaMemset", "sector masks");
+    if (view_.sectors != nullptr)
+        cuda_check(cudaMemset(view_.sectors, 0, pages * 8), "umem: cudaMemset", "sector masks");
     cuda_check(cudaMemset(view_.frame_owner, 0xff, cfg.frames * 4), "umem: cudaMemset", "frame owners");
     cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");

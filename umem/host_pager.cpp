@@ -25,7 +25,7 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
     std::uint32_t shift = check(cfg);
     std::uint64_t pages = page_count(cfg);
     pte_.assign(pages, 0);
-    sectors_.assign(pages, 0);
+    if (has_sectors(cfg)) sectors_.assign(pages, 0);
     owner_.assign(cfg.frames, no_page);
     ctl_.assign(ctl_words, 0);
     counters_.assign(counter_shards * counter_stride, 0);
@@ -42,7 +42,7 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
                       cfg.admission,
                       cfg.eviction,
                       cfg.prefetch_depth,
-                      sectors_.data()};
+                      sectors_.empty() ? nullptr : sectors_.data()};
 }
 
 ThreadGroup ThreadGroup::current() {

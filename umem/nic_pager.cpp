@@ -60,6 +60,9 @@ namespace {
 const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic, const dma::PeerWindow& window,
                               const dma::Mapping& store) {
     std::uint32_t shift = check(cfg.paging);  // throws for a bad page size, pool or array
+    if (cfg.paging.page_size < 4096)
+        throw Error(kWhat, log::concat("page_size ", cfg.paging.page_size),
+                    "the NIC engine moves pages of 4 KiB and more", "use 4096 or larger");
     if (cfg.queues < 1 || cfg.queues > 8)
         throw Error(kWhat, log::concat(cfg.queues, " queues"), "the 82576 has 1 to 8 queue pairs",
                     "one queue per worker thread, at most 8");

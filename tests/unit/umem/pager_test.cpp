@@ -66,6 +66,8 @@ TEST_CASE("bad configurations are refused with a hint") {
     Config c = config(4, 2);
     c.page_size = 3000;
     CHECK_THROWS_AS(HostPager(c, bytes(d)), bardrive::Error);
+    c.page_size = 64;
+    CHECK_THROWS_AS(HostPager(c, bytes(d)), bardrive::Error);
     c.page_size = 4u << 20;
     CHECK_THROWS_AS(HostPager(c, bytes(d)), bardrive::Error);
     c = config(4, 0);
@@ -121,6 +123,33 @@ TEST_CASE("2 MiB pages: faults, eviction and write-back move whole large pages")
     CHECK(s[c_bytes_in] == 4 * big);
     CHECK(s[c_bytes_out] == 4 * big);
     CHECK(s.bytes_used == 2 * big);
+}
+
+TEST_CASE("256-byte pages: no sectors, whole small pages move, exact through eviction") {
+    std::vector<std::uint64_t> d = numbered(2);  // 8 KiB: 32 pages of 256 B
+    Config c;
+    c.bytes = 2 * kPage;
+    c.page_size = 256;
+    c.frames = 4;
+    HostPager p(c, bytes(d));
+    CHECK(p.view().sectors == nullptr);
+    for (std::uint64_t pg = 0; pg < 32; ++pg) {
+        auto a = p.access(pg, pg % 2 == 0, 8, 8);
+        REQUIRE(a.bytes() == 256);
+        CHECK(word(a, 1) == pg * 32 + 1);
+        if (pg % 2 == 0) {
+            std::uint64_t v = 9000 + pg;
+            std::memcpy(a.data() + 8, &v, 8);
+        }
+    }
+    p.flush();
+    for (std::uint64_t pg = 0; pg < 32; ++pg) {
+        CHECK(d[pg * 32 + 1] == (pg % 2 == 0 ? 9000 + pg : pg * 32 + 1));
+        CHECK(d[pg * 32 + 2] == pg * 32 + 2);
+    }
+    Stats s = p.stats();
+    CHECK(s[c_bytes_in] == 32 * 256);
+    CHECK(s[c_evictions] == 28);
 }
 
 TEST_CASE("the last partial page moves only its bytes") {
