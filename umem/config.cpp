@@ -65,9 +65,9 @@ const char* name(Eviction e) {
 }
 
 const char* name(Counter c) {
-    static const char* const names[c_count_] = {"hits",         "faults",   "fills",     "prefetches",
-                                                "read_through", "waits",    "evictions", "writebacks",
-                                                "exhausted",    "bytes_in", "bytes_out", "sector_fills"};
+    static const char* const names[c_count_] = {"hits",      "faults",       "fills",      "prefetches", "read_through",
+                                                "waits",     "evictions",    "writebacks", "exhausted",  "bytes_in",
+                                                "bytes_out", "sector_fills", "hand_steps"};
     return c < c_count_ ? names[c] : "?";
 }
 

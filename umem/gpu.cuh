@@ -150,16 +150,12 @@ public:
         std::uint64_t page = page_of(i);
         std::uint64_t offset = (i % per_page()) * sizeof(T);
         std::uint32_t want = view_.sectors_of(offset, sizeof(T));
-        if (view_.never_evicts()) {
-            Pte e{atom::load(&view_.pte[page])};
-            if (e.state() == PageState::resident &&
-                (e.is(Pte::complete) || (static_cast<std::uint32_t>(atom::load(&view_.sectors[page])) & want) != 0)) {
-                T x = load_cg(reinterpret_cast<const T*>(view_.frame_data(e.frame()) + offset));
-                unsigned together = __activemask();
-                if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(static_cast<int>(together)) - 1))
-                    view_.count(LoneThread::self().shard(), c_hits, static_cast<std::uint64_t>(__popc(together)));
-                return x;
-            }
+        if (const std::byte* f = find_resident(view_, page, want)) {
+            T x = load_cg(reinterpret_cast<const T*>(f + offset));
+            unsigned together = __activemask();
+            if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(static_cast<int>(together)) - 1))
+                view_.count(LoneThread::self().shard(), c_hits, static_cast<std::uint64_t>(__popc(together)));
+            return x;
         }
         LoneThread g = LoneThread::self();
         DeviceMover m = mover_;

@@ -59,6 +59,7 @@ enum Counter : unsigned {
     c_bytes_in,      // bytes copied host -> frames
     c_bytes_out,     // bytes copied frames -> host
     c_sector_fills,  // hits on a resident page that had to fill sectors it lacked
+    c_hand_steps,    // frames the eviction hand looked at (per eviction: the cost of finding a victim)
     c_count_,
 };
 inline constexpr unsigned counter_stride = 16;  // one 128-byte line per shard
@@ -78,6 +79,7 @@ inline constexpr unsigned ctl_whole = 36;    // 1: misses fill whole pages (the 
 inline constexpr unsigned ctl_words = 48;
 inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
 inline constexpr std::uint64_t spatial_window = 4096;  // partial fills per measurement window
+inline constexpr unsigned hand_chunk = 8;              // frames the eviction hand passes per atomic
 
 // Sectors: every page is 32 of them (128 B in a 4 KiB page), one bit each in a 32-bit mask.
 inline constexpr unsigned sector_bits = 5;
@@ -219,16 +221,18 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
         std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
         if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, false};
     }
+    // The owner and PTE are read relaxed (on a GPU an acquire load costs more, and a sweep makes
+    // many): the CAS below checks what they said.
     std::uint64_t* hand = &v.ctl[ctl_hand];
-    std::uint64_t steps = 2ull * v.frames_n + 1;
+    const std::uint64_t steps = 2ull * v.frames_n + 1;
     for (std::uint64_t i = 0; i < steps; ++i) {
         std::uint64_t tick = atom::fetch_add(hand, std::uint64_t{1});
         if (v.eviction == Eviction::random) tick = (tick * 0x9e3779b97f4a7c15ull) >> 17;
         std::uint32_t f = static_cast<std::uint32_t>(tick % v.frames_n);
-        std::uint32_t page = atom::load(&v.frame_owner[f]);
+        std::uint32_t page = atom::peek(&v.frame_owner[f]);
         if (page == no_page) continue;
         std::uint64_t* slot = &v.pte[page];
-        Pte e{atom::load(slot)};
+        Pte e{atom::peek(slot)};
         // The PTE is the truth: frame_owner may be stale, the PTE says whether f holds `page`.
         if (e.state() != PageState::resident || e.frame() != f || e.pins() != 0) continue;
         if (v.eviction == Eviction::clock && e.is(Pte::referenced)) {
@@ -239,10 +243,12 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
         // resident (2) -> evicting (3): +1 in the state field; pins stay 0 or the CAS fails.
         if (atom::cas(slot, expected, e.word + 1)) {
             v.count(shard, c_evictions);
+            v.count(shard, c_hand_steps, i + 1);
             note_eviction(v, e.is(Pte::reused));
             return {f, page, e.is(Pte::dirty)};
         }
     }
+    v.count(shard, c_hand_steps, steps);
     v.count(shard, c_exhausted);
     return {Pte::max_frames, no_page, false};
 }
@@ -353,6 +359,17 @@ UMEM_HD inline std::uint32_t for_each_run(const PagerView& v, std::uint64_t page
         total += end - off;
     }
     return total;
+}
+
+// With at least as many frames as pages a resident page never moves, so a read of sectors `want`
+// that are valid needs no pin: two loads. Returns the frame's data, or null (take acquire()).
+UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, std::uint32_t want) {
+    if (!v.never_evicts()) return nullptr;
+    Pte e{atom::load(&v.pte[page])};
+    if (e.state() != PageState::resident) return nullptr;
+    if (!e.is(Pte::complete) && (static_cast<std::uint32_t>(atom::load(&v.sectors[page])) & want) != want)
+        return nullptr;
+    return v.frame_data(e.frame());
 }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.cuh"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "graph.hpp"
@@ -29,30 +30,6 @@ namespace {
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kPageWords = kPage / 8;
 
-void ck(cudaError_t rc, const char* what) {
-    if (rc != cudaSuccess) throw Error("umem-bench", what, cudaGetErrorString(rc));
-}
-
-// The data: word i holds mix(i), so any word can be checked without reading it back.
-__host__ __device__ inline std::uint64_t mix(std::uint64_t i) {
-    std::uint64_t z = i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    return z ^ (z >> 29);
-}
-
-unsigned host_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-template <class F>
-void parallel_for(std::uint64_t n, F f) {
-    unsigned t = host_threads();
-    std::vector<std::thread> ts;
-    for (unsigned k = 0; k < t; ++k)
-        ts.emplace_back([&, k] {
-            for (std::uint64_t i = n * k / t; i < n * (k + 1) / t; ++i) f(i);
-        });
-    for (auto& x : ts) x.join();
-}
-
 std::uint64_t page_sum(std::uint64_t page) {
     std::uint64_t s = 0;
     for (std::uint64_t w = 0; w < kPageWords; ++w) s += mix(page * kPageWords + w);
@@ -62,9 +39,13 @@ std::uint64_t page_sum(std::uint64_t page) {
 // ---- where a kernel's pages come from ------------------------------------------------------
 
 // Memory the GPU reads directly: zero-copy host memory, UVM, or device memory.
+// acquire(page) takes the whole page, acquire(page, offset, bytes) only those bytes of it.
 struct Direct {
     const std::byte* base;
     __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
+    __device__ const std::byte* acquire(std::uint64_t page, std::uint32_t, std::uint32_t) const {
+        return acquire(page);
+    }
     __device__ void release(std::uint64_t) const {}
 };
 
@@ -74,18 +55,12 @@ struct Paged {
     __device__ const std::byte* acquire(std::uint64_t page) const {
         return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
     }
+    __device__ const std::byte* acquire(std::uint64_t page, std::uint32_t offset, std::uint32_t bytes) const {
+        std::uint32_t first = offset / 8, last = (offset + bytes - 1) / 8;
+        return reinterpret_cast<const std::byte*>(a.warp_acquire(page, false, first, last - first + 1).data);
+    }
     __device__ void release(std::uint64_t page) const { a.warp_release(page, false); }
 };
-
-__device__ inline std::uint64_t warp_sum(std::uint64_t s) {
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    return s;
-}
-
-__device__ inline std::uint64_t warp_id() {
-    return (blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x) >> 5;
-}
-__device__ inline std::uint64_t warp_count() { return (gridDim.x * static_cast<std::uint64_t>(blockDim.x)) >> 5; }
 
 __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
     std::uint64_t s = 0;
@@ -128,11 +103,11 @@ __global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* to
 }
 
 // One BFS level, top down, one warp per frontier vertex. Row offsets (u64) and neighbours (u32)
-// both come through their sources page by page.
+// both come through their sources page by page, each access naming the bytes it reads.
 template <class Src>
 __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
     std::uint64_t page = v / kPageWords;
-    const std::byte* p = row.acquire(page);
+    const std::byte* p = row.acquire(page, static_cast<std::uint32_t>(v % kPageWords) * 8, 8);
     std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % kPageWords);
     row.release(page);
     return x;
@@ -149,7 +124,8 @@ __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std:
         for (std::uint64_t e = begin; e < end;) {
             std::uint64_t page = e / per_page;
             std::uint64_t stop = std::min(end, (page + 1) * per_page);
-            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(page));
+            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(
+                page, static_cast<std::uint32_t>(e % per_page) * 4, static_cast<std::uint32_t>(stop - e) * 4));
             for (std::uint64_t k = e + lane; k < stop; k += 32) {
                 std::uint32_t u = load_cg(p + k % per_page);
                 if (atomicCAS(&level[u], -1, depth) == -1) next[atomicAdd(next_size, 1u)] = u;
@@ -161,29 +137,6 @@ __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std:
 }
 
 // ---- timing and results ----------------------------------------------------------------------
-
-struct Events {
-    cudaEvent_t a, b;
-    Events() {
-        ck(cudaEventCreate(&a), "event");
-        ck(cudaEventCreate(&b), "event");
-    }
-    ~Events() {
-        cudaEventDestroy(a);
-        cudaEventDestroy(b);
-    }
-    template <class F>
-    double time_ms(F f) {
-        ck(cudaEventRecord(a), "event record");
-        f();
-        ck(cudaEventRecord(b), "event record");
-        ck(cudaEventSynchronize(b), "kernel");
-        ck(cudaGetLastError(), "kernel launch");
-        float ms = 0;
-        ck(cudaEventElapsedTime(&ms, a, b), "elapsed");
-        return ms;
-    }
-};
 
 struct Row {
     std::string workload, pass, method, pool;
@@ -228,24 +181,6 @@ struct Options {
 
 struct Launch {
     unsigned blocks, threads = 256;
-};
-
-template <class T>
-struct DeviceBuf {
-    T* p = nullptr;
-    explicit DeviceBuf(std::uint64_t n) { ck(cudaMalloc(&p, std::max<std::uint64_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
-    ~DeviceBuf() { cudaFree(p); }
-    DeviceBuf(const DeviceBuf&) = delete;
-};
-
-struct HostPinned {
-    std::byte* p = nullptr;
-    std::uint64_t bytes;
-    explicit HostPinned(std::uint64_t n) : bytes(n) {
-        ck(cudaHostAlloc(reinterpret_cast<void**>(&p), n, cudaHostAllocMapped), "cudaHostAlloc (pinned, mapped)");
-    }
-    ~HostPinned() { cudaFreeHost(p); }
-    HostPinned(const HostPinned&) = delete;
 };
 
 struct Managed {

@@ -45,7 +45,7 @@ __global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::u
 __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned long long* bad) {
     std::uint32_t s = (blockIdx.x * blockDim.x + threadIdx.x) * 747796405u + 7;
     for (std::uint32_t i = 0; i < ops; ++i) {
-        std::uint64_t page = next(s) % (a.size() / kWords), w = next(s) % kPattern;
+        std::uint64_t page = next(s) % (a.size() / kWords), w = next(s) % kWords;  // read-only: all words hold i
         if (a.get(page * kWords + w) != page * kWords + w) atomicAdd(bad, 1ull);
     }
 }

@@ -46,6 +46,8 @@ TEST_CASE("single threads in divergent code read through Array::get") {
     need_gpu();
     CHECK(run_lone_reads(1024, 64, 4096, 64) == 0);
     CHECK(run_lone_reads(1024, 1024, 4096, 64) == 0);  // every page has a frame: hits take no pin
+    CHECK(run_lone_reads(16384, 16384, 262144, 64) == 0);
+    CHECK(run_lone_reads(16384, 4096, 262144, 64) == 0);
 }
 
 TEST_CASE("warps read and update rows smaller than a page: only their sectors move, every word exact") {

@@ -304,6 +304,45 @@ TEST_CASE("sectors: threads filling different sectors of one page at once each g
     }
 }
 
+TEST_CASE("sectors: threads reading single elements (GPU get()'s path) see every value, pool ample or small") {
+    // What Array::get does on a GPU thread: an unpinned look-up first when nothing is ever evicted,
+    // else an exact fill of the element's sector, a read and a release.
+    const std::uint64_t pages = 64;
+    for (std::uint64_t frames : {pages, pages / 4, std::uint64_t{2}}) {
+        std::vector<std::uint64_t> d = numbered(pages);
+        HostPager p(config(pages, frames), bytes(d));
+        const PagerView& v = p.view();
+        std::vector<std::thread> ts;
+        std::vector<std::uint64_t> bad(8, 0);
+        for (unsigned t = 0; t < 8; ++t)
+            ts.emplace_back([&, t] {
+                std::mt19937_64 rng(t + 17 * frames);
+                ThreadGroup g = ThreadGroup::current();
+                CpuMover m;
+                for (int i = 0; i < 20000; ++i) {
+                    std::uint64_t page = rng() % 8 == 0 ? rng() % pages : rng() % 4, w = rng() % kWords;
+                    std::uint32_t want = v.sectors_of(w * 8, 8);
+                    std::uint64_t x;
+                    if (const std::byte* f = find_resident(v, page, want)) {
+                        std::memcpy(&x, f + w * 8, 8);
+                    } else {
+                        const std::byte* q = acquire(v, page, false, g, m, want, true);
+                        std::memcpy(&x, q + w * 8, 8);
+                        release(v, page, g);
+                    }
+                    bad[t] += x != page * kWords + w;
+                }
+            });
+        for (auto& t : ts) t.join();
+        INFO("frames " << frames);
+        for (unsigned t = 0; t < 8; ++t) CHECK(bad[t] == 0);
+        for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+        Stats s = p.stats();
+        CHECK(s[c_bytes_in] % 128 == 0);
+        if (frames == pages) CHECK(s[c_bytes_in] <= pages * kPage);  // no sector filled twice
+    }
+}
+
 TEST_CASE("sectors: misses fill whole pages while neighbouring sectors keep being asked for") {
     const std::uint64_t pages = 3 * spatial_window;
     std::vector<std::uint64_t> d = numbered(pages);

@@ -1,0 +1,986 @@
+// bench/umem: sparse, skewed access through umem against zero-copy, device memory and CUDA UVM,
+// same GPU, same data, same run. Workloads:
+//  - lookups:  a table of rows in pinned host memory, one warp per lookup reads a row and sums it;
+//              rows drawn from a Zipf distribution, hot rows scattered over the table by a fixed
+//              bijection, a fresh batch from the same distribution each time (an embedding table).
+//  - scatter:  the same stream, each lookup atomically adds a small delta to every word of its row
+//              (writes through umem, flushed, then every word of the table checked).
+//  - elements: single threads reading Zipf-skewed 8-byte elements with Array::get.
+// umem runs with its default admission and with read-through, at several pool sizes. Every
+// result is checked against the CPU. Prints times per batch, useful GB/s and ratios to zero-copy,
+// the markdown table last; --detail FILE logs every batch with the pager's counters.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_common.cuh"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "umem/gpu.cuh"
+#include "umem/gpu_pager.hpp"
+
+namespace bardrive::umem {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kPageWords = kPage / 8;
+constexpr unsigned kPerThread = 16;  // elements: reads per thread, consecutive in the stream
+using Word = unsigned long long;     // the data's 8-byte words (atomicAdd's type)
+
+// The scatter workload's addend for lookup number j (counted over all batches).
+__host__ __device__ inline Word delta(std::uint64_t j) { return j % 7 + 1; }
+
+// ---- index streams, made on the CPU ---------------------------------------------------------
+
+// splitmix64. Streams are cut into chunks with a generator each, so they do not depend on the
+// number of host threads.
+struct SplitMix {
+    std::uint64_t s;
+    std::uint64_t next() {
+        std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+};
+
+// Zipf over ranks 1..n, P(k) proportional to k^-alpha, any alpha > 0: rejection-inversion
+// (Hoermann and Derflinger 1996, as in Apache Commons RNG); O(1) per sample, a few logs and exps.
+class Zipf {
+public:
+    Zipf(std::uint64_t n, double alpha) : n_(static_cast<double>(n)), s_(alpha) {
+        h_x1_ = h_integral(1.5) - 1.0;
+        h_n_ = h_integral(n_ + 0.5);
+        s_div_ = 2.0 - h_integral_inverse(h_integral(2.5) - h(2.0));
+    }
+    std::uint64_t operator()(SplitMix& r) const {
+        for (;;) {
+            double u = h_n_ + r.uniform() * (h_x1_ - h_n_);  // (h_x1, h_n]
+            double x = h_integral_inverse(u);
+            double k = std::floor(x + 0.5);
+            k = std::clamp(k, 1.0, n_);
+            if (k - x <= s_div_ || u >= h_integral(k + 0.5) - h(k)) return static_cast<std::uint64_t>(k);
+        }
+    }
+
+private:
+    // log1p(x) / x and expm1(x) / x, exact near 0.
+    static double helper1(double x) {
+        return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+    }
+    static double helper2(double x) {
+        return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
+    }
+    double h(double x) const { return std::exp(-s_ * std::log(x)); }
+    double h_integral(double x) const {  // (x^(1-s) - 1) / (1 - s), log(x) at s = 1
+        double lx = std::log(x);
+        return helper2((1.0 - s_) * lx) * lx;
+    }
+    double h_integral_inverse(double x) const {
+        double t = std::max(x * (1.0 - s_), -1.0);
+        return std::exp(helper1(t) * x);
+    }
+
+    double n_, s_, h_x1_ = 0, h_n_ = 0, s_div_ = 0;
+};
+
+// A fixed bijection of [0, n): a 4-round Feistel network on the smallest power of two with an
+// even number of bits >= n, cycle-walked back into [0, n). Hot ranks 0, 1, 2... land far apart.
+class Scatter {
+public:
+    Scatter(std::uint64_t n, std::uint64_t key) : n_(n) {
+        unsigned bits = 1;
+        while ((1ull << bits) < n) ++bits;
+        half_ = (bits + 1) / 2;
+        for (unsigned k = 0; k < 4; ++k) keys_[k] = mix(key * 4 + k);
+    }
+    std::uint64_t operator()(std::uint64_t x) const {
+        do x = feistel(x);
+        while (x >= n_);
+        return x;
+    }
+
+private:
+    std::uint64_t feistel(std::uint64_t x) const {
+        const std::uint64_t mask = (1ull << half_) - 1;
+        std::uint64_t l = x >> half_, r = x & mask;
+        for (std::uint64_t key : keys_) {
+            std::uint64_t t = l ^ (mix(r ^ key) & mask);
+            l = r;
+            r = t;
+        }
+        return l << half_ | r;
+    }
+
+    std::uint64_t n_;
+    unsigned half_;
+    std::uint64_t keys_[4];
+};
+
+// `count` draws of Zipf ranks mapped through the scatter: item indices in [0, n).
+std::vector<std::uint32_t> zipf_stream(const Zipf& z, const Scatter& s, std::uint64_t count, std::uint64_t seed) {
+    std::vector<std::uint32_t> out(count);
+    constexpr std::uint64_t chunk = 1 << 16;
+    parallel_for((count + chunk - 1) / chunk, [&](std::uint64_t c) {
+        SplitMix r{mix(seed) ^ mix(~c)};
+        for (std::uint64_t i = c * chunk; i < std::min(count, (c + 1) * chunk); ++i)
+            out[i] = static_cast<std::uint32_t>(s(z(r) - 1));
+    });
+    return out;
+}
+
+// Sum of f(i) over [0, n), a partial sum per host thread.
+template <class F>
+std::uint64_t parallel_sum(std::uint64_t n, F f) {
+    unsigned t = host_threads();
+    std::vector<std::uint64_t> part(t);
+    std::vector<std::thread> ts;
+    for (unsigned k = 0; k < t; ++k)
+        ts.emplace_back([&, k] {
+            std::uint64_t s = 0;
+            for (std::uint64_t i = n * k / t; i < n * (k + 1) / t; ++i) s += f(i);
+            part[k] = s;
+        });
+    for (auto& x : ts) x.join();
+    std::uint64_t s = 0;
+    for (auto p : part) s += p;
+    return s;
+}
+
+// ---- where a kernel's words come from -------------------------------------------------------
+
+// Memory the GPU reads in place: zero-copy host memory, UVM or device memory.
+struct Direct {
+    Word* base;
+    __device__ std::uint64_t page_words() const { return kPageWords; }
+    __device__ Word* acquire(std::uint64_t page, bool, std::uint32_t, std::uint32_t) const {
+        return base + page * kPageWords;
+    }
+    __device__ void release(std::uint64_t, bool) const {}
+    __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
+};
+
+// Through umem's page table: warp_acquire of just the words needed, or get().
+struct Paged {
+    Array<Word> a;
+    __device__ std::uint64_t page_words() const { return a.per_page(); }
+    __device__ Word* acquire(std::uint64_t page, bool write, std::uint32_t first, std::uint32_t count) const {
+        return a.warp_acquire(page, write, first, count).data;
+    }
+    __device__ void release(std::uint64_t page, bool wrote) const { a.warp_release(page, wrote); }
+    __device__ Word get(std::uint64_t i) const { return a.get(i); }
+};
+
+// Words [w, w + n) of the table, page by page (a row may straddle two pages): the warp acquires
+// only the words it needs, each lane calls f on every 32nd word.
+template <class Src, class F>
+__device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n, bool write, F f) {
+    const unsigned lane = threadIdx.x & 31;
+    const std::uint64_t per = src.page_words();
+    for (const std::uint64_t end = w + n; w < end;) {
+        std::uint64_t page = w / per;
+        std::uint64_t stop = end < (page + 1) * per ? end : (page + 1) * per;
+        auto first = static_cast<std::uint32_t>(w % per), count = static_cast<std::uint32_t>(stop - w);
+        Word* p = src.acquire(page, write, first, count);
+#pragma unroll 4
+        for (std::uint32_t k = first + lane; k < first + count; k += 32) f(p + k);
+        src.release(page, write);
+        w = stop;
+    }
+}
+
+// One warp per lookup: the row's words summed, sums[j] for lookup j.
+template <class Src>
+__global__ void lookup_kernel(Src src, const std::uint32_t* rows, std::uint64_t n, std::uint32_t row_words,
+                              Word* sums) {
+    for (std::uint64_t j = warp_id(); j < n; j += warp_count()) {
+        Word s = 0;
+        for_row(src, std::uint64_t{rows[j]} * row_words, row_words, false, [&](const Word* p) { s += load_cg(p); });
+        s = warp_sum(s);
+        if ((threadIdx.x & 31) == 0) sums[j] = s;
+    }
+}
+
+// One warp per lookup: delta(j0 + j) atomically added to every word of the row.
+template <class Src>
+__global__ void scatter_kernel(Src src, const std::uint32_t* rows, std::uint64_t n, std::uint64_t j0,
+                               std::uint32_t row_words) {
+    for (std::uint64_t j = warp_id(); j < n; j += warp_count()) {
+        const Word d = delta(j0 + j);
+        for_row(src, std::uint64_t{rows[j]} * row_words, row_words, true, [&](Word* p) { atomicAdd(p, d); });
+    }
+}
+
+// One thread per kPerThread consecutive indices of the stream, each read alone (get).
+template <class Src>
+__global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads, Word* sums) {
+    std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    if (t >= threads) return;
+    const auto* q = reinterpret_cast<const uint4*>(idx + t * kPerThread);
+    Word s = 0;
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread / 4; ++k) {
+        uint4 v = q[k];
+        s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+    }
+    sums[t] = s;
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+struct Row {
+    std::string workload, method, pool;
+    std::vector<double> ms;  // per batch (lookups, scatter) or pass (elements)
+    double useful = 0;       // bytes the kernel needed, per batch or pass
+    double extra_ms = -1;    // device memory: the copy before; umem scatter: the flush after; -1: none
+    bool ok = true;
+    bool counts = true;  // false: a baseline that may be wrong on this machine (reported, not a failure)
+    std::string note;
+
+    double first() const { return ms.empty() ? NAN : ms.front(); }
+    double later() const {
+        if (ms.size() < 2) return NAN;
+        double s = 0;
+        for (std::size_t i = 1; i < ms.size(); ++i) s += ms[i];
+        return s / static_cast<double>(ms.size() - 1);
+    }
+    double total() const {
+        double s = 0;
+        for (double x : ms) s += x;
+        return s;
+    }
+    double gbps(double t) const { return useful / (t * 1e6); }
+};
+
+Row new_row(std::string workload, std::string method, std::string pool, double useful) {
+    Row r;
+    r.workload = std::move(workload);
+    r.method = std::move(method);
+    r.pool = std::move(pool);
+    r.useful = useful;
+    return r;
+}
+
+std::vector<Row> results;
+std::vector<std::string> notes;  // skipped methods and why, printed before the table
+FILE* detail = nullptr;          // full log: every batch with the pager's counters
+
+std::string num(double x, const char* fmt = "%.2f") {
+    if (std::isnan(x)) return "-";
+    char b[64];
+    std::snprintf(b, sizeof b, fmt, x);
+    return b;
+}
+
+void detail_line(const std::string& s) {
+    if (!detail) return;
+    std::fprintf(detail, "%s\n", s.c_str());
+    std::fflush(detail);
+}
+
+void note(const std::string& s) {
+    std::printf("  note: %s\n", s.c_str());
+    std::fflush(stdout);
+    detail_line("\nnote: " + s);
+    notes.push_back(s);
+}
+
+void record(Row r) {
+    std::printf("  %-8s %-24s %-6s first %9.2f ms  later %9s ms  total %9.2f ms  %8.2f / %8s GB/s  %s %s\n",
+                r.workload.c_str(), r.method.c_str(), r.pool.c_str(), r.first(), num(r.later()).c_str(), r.total(),
+                r.gbps(r.first()), num(r.gbps(r.later())).c_str(), r.ok ? "ok" : "WRONG", r.note.c_str());
+    std::fflush(stdout);
+    detail_line(log::concat("\ntotal ", num(r.total()), " ms; first ", num(r.first()), " ms, later ", num(r.later()),
+                            " ms (mean); extra ", r.extra_ms < 0 ? "-" : num(r.extra_ms), " ms; ",
+                            r.ok ? "ok" : "WRONG", r.note.empty() ? "" : "; ", r.note));
+    results.push_back(std::move(r));
+}
+
+std::string stats_note(const Stats& s) {
+    std::string out;
+    for (unsigned c = 0; c < c_count_; ++c) out += log::concat(name(static_cast<Counter>(c)), " ", s.value[c], " ");
+    return out + log::concat("used_MiB ", s.bytes_used >> 20);
+}
+
+// The counters the brief table wants: hits, faults, fills, read-throughs, evictions, bytes in.
+std::string short_stats(const Stats& s) {
+    return log::concat("hits ", s[c_hits], " faults ", s[c_faults], " fills ", s[c_fills], " read_through ",
+                       s[c_read_through], " evictions ", s[c_evictions], " in_MiB ", s[c_bytes_in] >> 20);
+}
+
+// ---- the bench -------------------------------------------------------------------------------
+
+struct Options {
+    double table_gib = 16;
+    std::uint32_t row = 256;
+    std::uint64_t batch = 1 << 20;
+    unsigned batches = 6;
+    double alpha = 0.99;
+    std::vector<double> pools{100, 25, 6.25};
+    double scatter_pool = 6.25;
+    double elem_gib = 8;
+    std::uint64_t elem_n = 64ull << 20;
+    std::uint64_t seed = 1;
+    std::uint64_t small_page = 0;  // also run umem's default with pages of this many bytes (128..2048)
+    std::string only;              // one workload, or all
+    bool uvm = true;
+    std::string detail_path;
+};
+
+std::uint64_t gib_bytes(double gib) { return static_cast<std::uint64_t>(gib * double(1ull << 30)) / kPage * kPage; }
+
+std::string pool_name(double pct) { return num(pct, "%g") + "%"; }
+
+// A umem configuration under test: the admission policy and the page size.
+struct Variant {
+    Admission adm;
+    std::uint64_t page = kPage;
+};
+
+Config pager_config(std::uint64_t bytes, double pct, Variant var) {
+    Config c;
+    c.bytes = bytes;
+    c.page_size = var.page;
+    Admission adm = var.adm;
+    std::uint64_t pages = (bytes + var.page - 1) / var.page;
+    c.frames = std::clamp<std::uint64_t>(std::llround(double(pages) * pct / 100.0), 1, pages);
+    c.admission = adm;
+    return c;
+}
+
+std::uint64_t free_gpu_bytes() {
+    std::size_t free_b = 0, total_b = 0;
+    ck(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    return free_b;
+}
+
+// CUDA managed memory, only within free GPU memory minus 4 GiB: the shared GPU must never be
+// oversubscribed with managed memory (it can hang it).
+struct Managed {
+    Word* p = nullptr;
+    static constexpr std::uint64_t margin = 4ull << 30;
+    static bool fits(std::uint64_t n, std::string& why) {
+        std::uint64_t f = free_gpu_bytes();
+        if (n + margin <= f) return true;
+        why = log::concat(n >> 20, " MiB managed does not fit in ", f >> 20, " MiB free on the GPU minus 4 GiB");
+        return false;
+    }
+    explicit Managed(std::uint64_t n) { ck(cudaMallocManaged(reinterpret_cast<void**>(&p), n), "cudaMallocManaged"); }
+    ~Managed() { cudaFree(p); }
+    Managed(const Managed&) = delete;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class Bench {
+public:
+    explicit Bench(const Options& o) : opt_(o) {
+        cudaDeviceProp prop{};
+        ck(cudaGetDeviceProperties(&prop, 0), "device properties");
+        blocks_ = prop.multiProcessorCount * 8;  // 64 warps per SM
+        int drv = 0, host_atomics = 0;
+        cudaDriverGetVersion(&drv);
+        cudaDeviceGetAttribute(&host_atomics, cudaDevAttrHostNativeAtomicSupported, 0);
+        host_native_atomics_ = host_atomics != 0;
+
+        table_bytes_ = gib_bytes(o.table_gib);
+        row_words_ = o.row / 8;
+        rows_ = table_bytes_ / o.row;
+        elem_bytes_ = gib_bytes(o.elem_gib);
+        elems_ = elem_bytes_ / 8;
+        elem_n_ = o.elem_n / kPerThread * kPerThread;
+        std::uint64_t bytes = 0;
+        if (want("lookups") || want("scatter")) bytes = std::max(bytes, table_bytes_);
+        if (want("elements")) bytes = std::max(bytes, elem_bytes_);
+
+        std::string head = log::concat(
+            "GPU ", prop.name, ", ", prop.multiProcessorCount, " SMs, driver API ", drv, ", ", free_gpu_bytes() >> 20,
+            " MiB free, host-native atomics ", host_atomics, "; ", host_threads(), " host threads\n", "table ",
+            num(double(table_bytes_) / double(1ull << 30), "%g"), " GiB: ", rows_, " rows of ", o.row, " B; ",
+            o.batches, " batches of ", o.batch, " lookups; Zipf alpha ", o.alpha, "; pools ", pools_text(),
+            " of each array, scatter pool ", pool_name(o.scatter_pool), "\n", "elements ",
+            num(double(elem_bytes_) / double(1ull << 30), "%g"), " GiB: ", elems_, " u64, ", elem_n_,
+            " reads per pass, ", kPerThread, " per thread; seed ", o.seed);
+        std::printf("%s\n", head.c_str());
+        if (detail) std::fprintf(detail, "# umem-sparse-bench detail\n\n%s\n", head.c_str());
+
+        auto t0 = std::chrono::steady_clock::now();
+        data_ = std::make_unique<HostPinned>(bytes);
+        double pin_s = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        Word* w = words();
+        parallel_for(bytes / kPage, [&](std::uint64_t pg) {
+            for (std::uint64_t k = pg * kPageWords; k < (pg + 1) * kPageWords; ++k) w[k] = mix(k);
+        });
+        std::printf("data: %llu MiB pinned+mapped in %.1f s, written in %.1f s\n",
+                    static_cast<unsigned long long>(bytes >> 20), pin_s, seconds_since(t0));
+        std::fflush(stdout);
+        warm_up(bytes);
+    }
+
+    void run() {
+        if (want("lookups") || want("scatter")) make_lookup_stream();
+        if (want("lookups")) lookups();
+        if (want("elements")) elements();
+        if (want("scatter")) scatter();  // last: it writes the data (and restores it while checking)
+    }
+
+private:
+    bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
+    Word* words() const { return reinterpret_cast<Word*>(data_->p); }
+    std::uint64_t stream_seed(std::uint64_t kind, std::uint64_t number) const {
+        return mix(opt_.seed * 0x100000001b3ull + (kind << 32) + number);
+    }
+    std::string pools_text() const {
+        std::string s;
+        for (double p : opt_.pools) s += (s.empty() ? "" : ",") + num(p, "%g");
+        return s + "%";
+    }
+    // The default admission (the policy under test) and read-through as the comparison.
+    // With --small-page, the default admission over pages of that size too.
+    std::vector<Variant> admissions() const {
+        std::vector<Variant> v{{Config{}.admission}};
+        if (v[0].adm != Admission::read_through) v.push_back({Admission::read_through});
+        if (opt_.small_page != 0) v.push_back({Config{}.admission, opt_.small_page});
+        return v;
+    }
+    static std::string umem_label(Variant a) {
+        return log::concat("umem ", name(a.adm), a.page == kPage ? "" : log::concat(" p", a.page));
+    }
+
+    // The first paged kernel of a process is slower than every later one (umem-bench): pay it
+    // here, untimed, on a pager over the first 64 MiB, with every kernel the bench times.
+    void warm_up(std::uint64_t bytes) {
+        std::uint64_t pb = std::min<std::uint64_t>(bytes, 64ull << 20);
+        std::uint64_t n = 4096;
+        std::uint32_t rows = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, pb / 8 / row_words_));
+        std::uint64_t words_n = pb / 8;
+        std::vector<std::uint32_t> r(n), e(n * kPerThread);
+        for (std::uint64_t i = 0; i < n; ++i) r[i] = static_cast<std::uint32_t>(i % rows);
+        for (std::uint64_t i = 0; i < e.size(); ++i) e[i] = static_cast<std::uint32_t>((i * 4099) % words_n);
+        DeviceBuf<std::uint32_t> dr(n), de(e.size());
+        DeviceBuf<Word> sums(n);
+        ck(cudaMemcpy(dr.p, r.data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
+        ck(cudaMemcpy(de.p, e.data(), e.size() * 4, cudaMemcpyHostToDevice), "copy indices");
+        Direct d{words()};
+        for (Variant adm : admissions()) {
+            GpuPager pager(pager_config(pb, 100, adm), data_->p, Engine::gpu_threads);
+            Paged p{Array<Word>(pager.view(), pager.ring())};
+            ev_.time_ms([&] {
+                if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(p, dr.p, n, row_words_, sums.p);
+                elements_kernel<<<(n + 255) / 256, 256>>>(p, de.p, n, sums.p);
+            });
+        }
+        ev_.time_ms([&] {
+            if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(d, dr.p, n, row_words_, sums.p);
+            elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p);
+        });
+    }
+
+    // Runs n timed kernels (launch(b) enqueues batch b), each checked (check(b): results wrong),
+    // then after(b) untimed (the pager's counters). Records the row.
+    template <class L, class C, class A>
+    void timed(Row r, unsigned n, L launch, C check, A after) {
+        detail_line(log::concat("\n### ", r.workload, ", ", r.method, ", pool ", r.pool, "\n\n| ",
+                                r.workload == "elements" ? "pass" : "batch",
+                                " | ms | GB/s | wrong | pager counters (cumulative) |\n|---|---|---|---|---|"));
+        for (unsigned b = 0; b < n; ++b) {
+            double ms = ev_.time_ms([&] { launch(b); });
+            r.ms.push_back(ms);
+            std::int64_t bad = check(b);  // -1: checked after the last batch
+            if (bad > 0) {
+                r.ok = false;
+                r.note += log::concat("batch ", b + 1, ": ", bad, " wrong; ");
+            }
+            detail_line(log::concat("| ", b + 1, " | ", num(ms, "%.3f"), " | ", num(r.gbps(ms)), " | ",
+                                    bad < 0 ? "-" : std::to_string(bad), " | ", after(b), " |"));
+        }
+        record(std::move(r));
+    }
+
+    // -- lookups and scatter: one index stream
+
+    void make_lookup_stream() {
+        auto t0 = std::chrono::steady_clock::now();
+        Zipf z(rows_, opt_.alpha);
+        Scatter s(rows_, stream_seed(0, 1));
+        idx_.resize(opt_.batches);
+        for (unsigned b = 0; b < opt_.batches; ++b) idx_[b] = zipf_stream(z, s, opt_.batch, stream_seed(1, b));
+        // How skewed the stream is: distinct rows and pages, the hottest row's share, and the rows
+        // that no earlier lookup read (compulsory misses: no cache avoids them, each costs a read
+        // from host memory).
+        std::vector<bool> row_seen(rows_), page_seen(table_bytes_ / kPage);
+        std::uint64_t rows1 = 0, pages1 = 0, pages_all = 0, new_later = 0;
+        for (unsigned b = 0; b < opt_.batches; ++b)
+            for (std::uint32_t r : idx_[b]) {
+                if (!row_seen[r]) {
+                    row_seen[r] = true;
+                    ++(b == 0 ? rows1 : new_later);
+                }
+                std::uint64_t w0 = std::uint64_t{r} * row_words_;
+                for (std::uint64_t pg = w0 / kPageWords; pg <= (w0 + row_words_ - 1) / kPageWords; ++pg)
+                    if (!page_seen[pg]) {
+                        page_seen[pg] = true;
+                        ++pages_all;
+                        if (b == 0) ++pages1;
+                    }
+            }
+        std::uint32_t hot = static_cast<std::uint32_t>(s(0));
+        std::uint64_t hot_n = std::count(idx_[0].begin(), idx_[0].end(), hot);
+        std::string info = log::concat(
+            "lookup stream: batch 1 reads ", rows1, " distinct rows (", num(100.0 * double(rows1) / double(opt_.batch)),
+            "% of its lookups) on ", pages1, " pages; all batches touch ", pages_all, " of ", page_seen.size(),
+            " pages (", num(100.0 * double(pages_all) / double(page_seen.size())), "%); batches 2.. read ",
+            num(opt_.batches > 1 ? 100.0 * double(new_later) / double(std::uint64_t{opt_.batches - 1} * opt_.batch)
+                                 : 0.0),
+            "% rows never read before; the hottest row has ", num(100.0 * double(hot_n) / double(opt_.batch)),
+            "% of batch 1; made in ", num(seconds_since(t0), "%.1f"), " s");
+        std::printf("%s\n", info.c_str());
+        detail_line("\n" + info);
+        didx_ = std::make_unique<DeviceBuf<std::uint32_t>>(std::uint64_t{opt_.batches} * opt_.batch);
+        for (unsigned b = 0; b < opt_.batches; ++b)
+            ck(cudaMemcpy(didx_->p + std::uint64_t{b} * opt_.batch, idx_[b].data(), opt_.batch * 4,
+                          cudaMemcpyHostToDevice),
+               "copy indices");
+    }
+
+    const std::uint32_t* batch_idx(unsigned b) const { return didx_->p + std::uint64_t{b} * opt_.batch; }
+
+    void lookups() {
+        const std::uint64_t n = opt_.batch;
+        std::vector<std::vector<Word>> want(opt_.batches, std::vector<Word>(n));
+        for (unsigned b = 0; b < opt_.batches; ++b)
+            parallel_for(n, [&](std::uint64_t j) {
+                Word s = 0;
+                std::uint64_t w0 = std::uint64_t{idx_[b][j]} * row_words_;
+                for (std::uint64_t w = w0; w < w0 + row_words_; ++w) s += mix(w);
+                want[b][j] = s;
+            });
+        DeviceBuf<Word> sums(n);
+        std::vector<Word> got(n);
+        const double useful = double(n) * opt_.row;
+        auto check = [&](unsigned b) {
+            ck(cudaMemcpy(got.data(), sums.p, n * 8, cudaMemcpyDeviceToHost), "read sums");
+            std::int64_t bad = 0;
+            for (std::uint64_t j = 0; j < n; ++j) bad += got[j] != want[b][j];
+            ck(cudaMemset(sums.p, 0, n * 8), "memset");
+            return bad;
+        };
+        auto none = [](unsigned) { return std::string(); };
+        auto run = [&](Row r, auto src, auto after) {
+            ck(cudaMemset(sums.p, 0, n * 8), "memset");
+            timed(
+                std::move(r), opt_.batches,
+                [&](unsigned b) { lookup_kernel<<<blocks_, 256>>>(src, batch_idx(b), n, row_words_, sums.p); }, check,
+                after);
+        };
+        run(new_row("lookups", "zero-copy", "-", useful), Direct{words()}, none);
+        if (table_bytes_ + (256ull << 20) <= free_gpu_bytes()) {
+            DeviceBuf<Word> dev(table_bytes_ / 8);
+            double copy = ev_.time_ms(
+                [&] { ck(cudaMemcpy(dev.p, data_->p, table_bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            Row r = new_row("lookups", "device memory", "-", useful);
+            r.extra_ms = copy;
+            r.note = log::concat("cudaMemcpy of the table first: ", num(copy), " ms (",
+                                 num(double(table_bytes_) / (copy * 1e6)), " GB/s), not in the batch times; ");
+            run(std::move(r), Direct{dev.p}, none);
+        } else {
+            note(log::concat("lookups, device memory: skipped, the table (", table_bytes_ >> 20,
+                             " MiB) does not fit in free GPU memory (", free_gpu_bytes() >> 20, " MiB)"));
+        }
+        std::string why;
+        if (!opt_.uvm) {
+            note("lookups, UVM: skipped (--no-uvm)");
+        } else if (!Managed::fits(table_bytes_, why)) {
+            note("lookups, UVM: skipped, " + why);
+        } else {
+            Managed m(table_bytes_);
+            auto t0 = std::chrono::steady_clock::now();
+            parallel_for(table_bytes_ / kPage, [&](std::uint64_t pg) {
+                for (std::uint64_t k = pg * kPageWords; k < (pg + 1) * kPageWords; ++k) m.p[k] = mix(k);
+            });
+            Row r = new_row("lookups", "UVM", "-", useful);
+            r.note = log::concat("managed memory written on the host in ", num(seconds_since(t0), "%.1f"), " s; ");
+            run(std::move(r), Direct{m.p}, none);
+        }
+        for (double pct : opt_.pools)
+            for (Variant adm : admissions()) {
+                std::unique_ptr<GpuPager> pager;
+                try {
+                    pager =
+                        std::make_unique<GpuPager>(pager_config(table_bytes_, pct, adm), data_->p, Engine::gpu_threads);
+                } catch (const Error& e) {
+                    note(log::concat("lookups, ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
+                    continue;
+                }
+                Paged src{Array<Word>(pager->view(), pager->ring())};
+                Row r = new_row("lookups", umem_label(adm), pool_name(pct), useful);
+                run(std::move(r), src, [&](unsigned) { return stats_note(pager->stats()); });
+                results.back().note += short_stats(pager->stats());
+            }
+    }
+
+    // Every word of the table against mix(i) plus the deltas its row received; each word is put
+    // back to mix(i) on the way, for the next method. Returns the words that were wrong.
+    std::uint64_t check_and_restore(const std::vector<Word>& adds) {
+        Word* w = words();
+        const std::uint64_t rw = row_words_, rows = rows_;
+        return parallel_sum(table_bytes_ / kPage, [&](std::uint64_t pg) {
+            std::uint64_t bad = 0;
+            for (std::uint64_t i = pg * kPageWords; i < (pg + 1) * kPageWords; ++i) {
+                const Word m = mix(i), r = i / rw;
+                const Word x = w[i];
+                bad += x != m + (r < rows ? adds[r] : 0);
+                if (x != m) w[i] = m;
+            }
+            return bad;
+        });
+    }
+
+    void scatter() {
+        const std::uint64_t n = opt_.batch;
+        std::vector<Word> adds(rows_);
+        for (unsigned b = 0; b < opt_.batches; ++b)
+            for (std::uint64_t j = 0; j < n; ++j) adds[idx_[b][j]] += delta(std::uint64_t{b} * n + j);
+        const double useful = double(n) * opt_.row;
+        auto launch = [&](auto src) {
+            return [&, src](unsigned b) {
+                scatter_kernel<<<blocks_, 256>>>(src, batch_idx(b), n, std::uint64_t{b} * n, row_words_);
+            };
+        };
+        auto unchecked = [](unsigned) { return std::int64_t{-1}; };  // checked once, after all batches
+        auto finish = [&](std::uint64_t wrong) {
+            Row& r = results.back();
+            r.ok = wrong == 0;
+            r.note += log::concat(wrong == 0 ? "every word of the table ok; "
+                                             : log::concat(wrong, " of ", table_bytes_ / 8, " words WRONG; "));
+            std::printf("  %-8s %-24s %-6s checked: %s\n", r.workload.c_str(), r.method.c_str(), r.pool.c_str(),
+                        r.note.c_str());
+            detail_line("check: " + r.note);
+        };
+        for (Variant adm : admissions()) {
+            std::unique_ptr<GpuPager> pager;
+            try {
+                pager = std::make_unique<GpuPager>(pager_config(table_bytes_, opt_.scatter_pool, adm), data_->p,
+                                                   Engine::gpu_threads);
+            } catch (const Error& e) {
+                note(log::concat("scatter, ", umem_label(adm), ": skipped, ", e.what()));
+                continue;
+            }
+            Paged src{Array<Word>(pager->view(), pager->ring())};
+            timed(new_row("scatter", umem_label(adm), pool_name(opt_.scatter_pool), useful), opt_.batches, launch(src),
+                  unchecked, [&](unsigned) { return stats_note(pager->stats()); });
+            auto t0 = std::chrono::steady_clock::now();
+            pager->flush();
+            Row& r = results.back();
+            r.extra_ms = seconds_since(t0) * 1e3;
+            r.note += log::concat("flush ", num(r.extra_ms), " ms, not in the batch times; ",
+                                  short_stats(pager->stats()), "; ");
+            pager.reset();
+            finish(check_and_restore(adds));
+        }
+        // The baseline: atomics straight on mapped pinned host memory, over PCIe. CUDA does not
+        // promise them atomic there: a wrong result is reported, not counted as a failure.
+        timed(new_row("scatter", "zero-copy atomics", "-", useful), opt_.batches, launch(Direct{words()}), unchecked,
+              [](unsigned) { return std::string(); });
+        finish(check_and_restore(adds));
+        Row& z = results.back();
+        z.counts = false;
+        z.note += log::concat("host-native atomics attribute ", host_native_atomics_ ? 1 : 0,
+                              z.ok ? "" : "; atomics on host memory are not atomic here");
+    }
+
+    // -- elements: single-thread reads
+
+    void elements() {
+        constexpr unsigned passes = 2;
+        auto t0 = std::chrono::steady_clock::now();
+        Zipf z(elems_, opt_.alpha);
+        Scatter s(elems_, stream_seed(0, 2));
+        const std::uint64_t n = elem_n_, threads = n / kPerThread;
+        std::vector<std::vector<std::uint32_t>> idx(passes);
+        std::vector<std::vector<Word>> want(passes, std::vector<Word>(threads));
+        std::vector<std::unique_ptr<DeviceBuf<std::uint32_t>>> didx;
+        // Pass 2 replays pass 1: what it read is resident then (where the pool holds it).
+        for (unsigned p = 0; p < passes; ++p) {
+            idx[p] = p == 0 ? zipf_stream(z, s, n, stream_seed(2, p)) : idx[0];
+            parallel_for(threads, [&](std::uint64_t t) {
+                Word sum = 0;
+                for (std::uint64_t k = t * kPerThread; k < (t + 1) * kPerThread; ++k) sum += mix(idx[p][k]);
+                want[p][t] = sum;
+            });
+            didx.push_back(std::make_unique<DeviceBuf<std::uint32_t>>(n));
+            ck(cudaMemcpy(didx.back()->p, idx[p].data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
+        }
+        {
+            std::vector<bool> seen(elem_bytes_ / kPage);
+            std::uint64_t pages1 = 0;
+            for (std::uint32_t i : idx[0])
+                if (!seen[i / kPageWords]) {
+                    seen[i / kPageWords] = true;
+                    ++pages1;
+                }
+            std::string info = log::concat("element stream: pass 1 touches ", pages1, " of ", seen.size(), " pages (",
+                                           num(100.0 * double(pages1) / double(seen.size())), "%); made in ",
+                                           num(seconds_since(t0), "%.1f"), " s");
+            std::printf("%s\n", info.c_str());
+            detail_line("\n" + info);
+        }
+        DeviceBuf<Word> sums(threads);
+        std::vector<Word> got(threads);
+        const double useful = double(n) * 8;
+        const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+        auto check = [&](unsigned p) {
+            ck(cudaMemcpy(got.data(), sums.p, threads * 8, cudaMemcpyDeviceToHost), "read sums");
+            std::int64_t bad = 0;
+            for (std::uint64_t t = 0; t < threads; ++t) bad += got[t] != want[p][t];
+            ck(cudaMemset(sums.p, 0, threads * 8), "memset");
+            return bad;
+        };
+        auto none = [](unsigned) { return std::string(); };
+        auto run = [&](Row r, auto src, auto after) {
+            ck(cudaMemset(sums.p, 0, threads * 8), "memset");
+            timed(
+                std::move(r), passes,
+                [&](unsigned p) { elements_kernel<<<blocks, 256>>>(src, didx[p]->p, threads, sums.p); }, check, after);
+        };
+        run(new_row("elements", "zero-copy", "-", useful), Direct{words()}, none);
+        if (elem_bytes_ + (256ull << 20) <= free_gpu_bytes()) {
+            DeviceBuf<Word> dev(elems_);
+            double copy = ev_.time_ms(
+                [&] { ck(cudaMemcpy(dev.p, data_->p, elem_bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            Row r = new_row("elements", "device memory", "-", useful);
+            r.extra_ms = copy;
+            r.note = log::concat("cudaMemcpy of the array first: ", num(copy), " ms, not in the pass times; ");
+            run(std::move(r), Direct{dev.p}, none);
+        } else {
+            note(log::concat("elements, device memory: skipped, the array (", elem_bytes_ >> 20,
+                             " MiB) does not fit in free GPU memory (", free_gpu_bytes() >> 20, " MiB)"));
+        }
+        std::string why;
+        if (!opt_.uvm) {
+            note("elements, UVM: skipped (--no-uvm)");
+        } else if (!Managed::fits(elem_bytes_, why)) {
+            note("elements, UVM: skipped, " + why);
+        } else {
+            Managed m(elem_bytes_);
+            auto t1 = std::chrono::steady_clock::now();
+            parallel_for(elem_bytes_ / kPage, [&](std::uint64_t pg) {
+                for (std::uint64_t k = pg * kPageWords; k < (pg + 1) * kPageWords; ++k) m.p[k] = mix(k);
+            });
+            Row r = new_row("elements", "UVM", "-", useful);
+            r.note = log::concat("managed memory written on the host in ", num(seconds_since(t1), "%.1f"), " s; ");
+            run(std::move(r), Direct{m.p}, none);
+        }
+        for (double pct : opt_.pools)
+            for (Variant adm : admissions()) {
+                std::unique_ptr<GpuPager> pager;
+                try {
+                    pager =
+                        std::make_unique<GpuPager>(pager_config(elem_bytes_, pct, adm), data_->p, Engine::gpu_threads);
+                } catch (const Error& e) {
+                    note(log::concat("elements, ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
+                    continue;
+                }
+                Paged src{Array<Word>(pager->view(), pager->ring())};
+                run(new_row("elements", umem_label(adm), pool_name(pct), useful), src,
+                    [&](unsigned) { return stats_note(pager->stats()); });
+                results.back().note += short_stats(pager->stats());
+            }
+    }
+
+    Options opt_;
+    unsigned blocks_ = 0;
+    bool host_native_atomics_ = false;
+    std::uint64_t table_bytes_ = 0, row_words_ = 0, rows_ = 0;
+    std::uint64_t elem_bytes_ = 0, elems_ = 0, elem_n_ = 0;
+    std::unique_ptr<HostPinned> data_;
+    std::vector<std::vector<std::uint32_t>> idx_;  // lookup stream, per batch
+    std::unique_ptr<DeviceBuf<std::uint32_t>> didx_;
+    Events ev_;
+};
+
+// The table: every row, with ratios to the zero-copy row of the same workload (its time divided by
+// this row's: > 1 is faster than zero-copy), for batch 1, the mean of the later ones, and the total.
+void summary() {
+    std::string out;
+    out +=
+        "\n| workload | method | pool | first ms | later ms | total ms | copy/flush ms | first GB/s | later GB/s "
+        "| x zero-copy first | x zero-copy later | x zero-copy total | ok |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const Row& r : results) {
+        const Row* z = nullptr;
+        for (const Row& c : results)
+            if (c.workload == r.workload && c.method.rfind("zero-copy", 0) == 0) z = &c;
+        auto ratio = [&](double zt, double t) { return z ? num(zt / t, "%.3g") : std::string("-"); };
+        out += log::concat("| ", r.workload, " | ", r.method, " | ", r.pool, " | ", num(r.first()), " | ",
+                           num(r.later()), " | ", num(r.total()), " | ", r.extra_ms < 0 ? "-" : num(r.extra_ms), " | ",
+                           num(r.gbps(r.first())), " | ", num(r.gbps(r.later())), " | ",
+                           ratio(z ? z->first() : NAN, r.first()), " | ", ratio(z ? z->later() : NAN, r.later()), " | ",
+                           ratio(z ? z->total() : NAN, r.total()), " | ",
+                           r.ok ? "ok" : (r.counts ? "WRONG" : "WRONG (baseline)"), " |\n");
+    }
+    bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok || !r.counts; });
+    out += log::concat(results.size(), " results, ",
+                       all_ok ? "all checked against the CPU: ok" : "SOME WRONG (see the notes in the detail)", "\n");
+    if (detail) std::fprintf(detail, "\n## Summary\n%s", out.c_str());
+    if (!notes.empty()) {
+        std::printf("\nnotes:\n");
+        for (const std::string& n : notes) std::printf("- %s\n", n.c_str());
+    }
+    std::printf("%s", out.c_str());
+}
+
+std::uint64_t parse_count(const std::string& a, const std::string& v) {
+    std::size_t end = 0;
+    std::uint64_t x = 0;
+    try {
+        x = std::stoull(v, &end);
+    } catch (const std::exception&) {
+        throw Error("options", a + " " + v, "not a number", "see --help");
+    }
+    std::string suffix = v.substr(end);
+    if (suffix == "K" || suffix == "k") return x << 10;
+    if (suffix == "M" || suffix == "m") return x << 20;
+    if (suffix == "G" || suffix == "g") return x << 30;
+    if (!suffix.empty()) throw Error("options", a + " " + v, "unknown suffix", "use K, M or G (powers of 2)");
+    return x;
+}
+
+double parse_double(const std::string& a, const std::string& v) {
+    std::size_t end = 0;
+    double x = 0;
+    try {
+        x = std::stod(v, &end);
+    } catch (const std::exception&) {
+        end = 0;
+    }
+    if (end != v.size() || !(x > 0)) throw Error("options", a + " " + v, "not a positive number", "see --help");
+    return x;
+}
+
+void usage(FILE* f) {
+    std::fprintf(
+        f,
+        "usage: umem-sparse-bench [--only lookups|scatter|elements] [--detail FILE] [--no-uvm] [--seed N]\n"
+        "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
+        "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
+        "  sizes in GiB may be decimals; counts take K, M, G (powers of 2); pools are percent of each array\n");
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw Error("options", a, "missing value", "see --help");
+            return argv[++i];
+        };
+        if (a == "--table-gib")
+            o.table_gib = parse_double(a, value());
+        else if (a == "--row")
+            o.row = static_cast<std::uint32_t>(parse_count(a, value()));
+        else if (a == "--batch")
+            o.batch = parse_count(a, value());
+        else if (a == "--batches")
+            o.batches = static_cast<unsigned>(parse_count(a, value()));
+        else if (a == "--alpha")
+            o.alpha = parse_double(a, value());
+        else if (a == "--small-page")
+            o.small_page = std::stoull(value());
+        else if (a == "--scatter-pool")
+            o.scatter_pool = parse_double(a, value());
+        else if (a == "--elem-gib")
+            o.elem_gib = parse_double(a, value());
+        else if (a == "--elem-n")
+            o.elem_n = parse_count(a, value());
+        else if (a == "--seed")
+            o.seed = parse_count(a, value());
+        else if (a == "--only")
+            o.only = value();
+        else if (a == "--no-uvm")
+            o.uvm = false;
+        else if (a == "--detail")
+            o.detail_path = value();
+        else if (a == "--pools") {
+            o.pools.clear();
+            std::string v = value();
+            for (std::size_t p = 0; p < v.size();) {
+                std::size_t q = v.find(',', p);
+                o.pools.push_back(parse_double(a, v.substr(p, q == std::string::npos ? q : q - p)));
+                p = q == std::string::npos ? v.size() : q + 1;
+            }
+        } else {
+            usage(a == "--help" ? stdout : stderr);
+            std::exit(a == "--help" ? 0 : 2);
+        }
+    }
+    const char* what = "options";
+    if (o.row < 8 || o.row > kPage || o.row % 8 != 0)
+        throw Error(what, log::concat("--row ", o.row), "rows are 8 .. 4096 bytes, a multiple of 8", "e.g. --row 256");
+    if (o.small_page != 0 && (o.small_page < 128 || o.small_page >= kPage || (o.small_page & (o.small_page - 1)) != 0))
+        throw Error(what, log::concat("--small-page ", o.small_page), "a power of two from 128 to 2048",
+                    "e.g. --small-page 256");
+    if (o.batch == 0 || o.batches == 0)
+        throw Error(what, "--batch/--batches", "need at least one lookup and one batch", "e.g. --batch 64K");
+    if (o.alpha > 10) throw Error(what, log::concat("--alpha ", o.alpha), "too skewed", "use 0.6 .. 1.2");
+    for (double p : o.pools)
+        if (p > 100) throw Error(what, log::concat("--pools ", p), "a pool is at most 100%", "e.g. --pools 100,25");
+    if (o.scatter_pool > 100)
+        throw Error(what, log::concat("--scatter-pool ", o.scatter_pool), "a pool is at most 100%", "e.g. 6.25");
+    if (o.elem_n < kPerThread)
+        throw Error(what, log::concat("--elem-n ", o.elem_n), "need at least one thread's reads", "e.g. 64M");
+    if (o.table_gib > 1024 || o.elem_gib > 1024)
+        throw Error(what, "--table-gib/--elem-gib", "more than 1 TiB", "e.g. --table-gib 16");
+    std::uint64_t rows = gib_bytes(o.table_gib) / o.row, elems = gib_bytes(o.elem_gib) / 8;
+    if (rows == 0 || rows > (1ull << 32))
+        throw Error(what, log::concat("--table-gib ", o.table_gib, " --row ", o.row),
+                    log::concat(rows, " rows: need 1 .. 2^32 (32-bit row indices)"), "change --table-gib or --row");
+    if (elems == 0 || elems > (1ull << 32))
+        throw Error(what, log::concat("--elem-gib ", o.elem_gib),
+                    log::concat(elems, " elements: need 1 .. 2^32 (32-bit indices)"), "change --elem-gib");
+    if (!o.only.empty() && o.only != "lookups" && o.only != "scatter" && o.only != "elements")
+        throw Error(what, "--only " + o.only, "unknown workload", "lookups, scatter or elements");
+    return o;
+}
+
+int bench_main(int argc, char** argv) {
+    try {
+        Options o = parse(argc, argv);
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+            std::printf("umem-sparse-bench: no CUDA device here; nothing measured\n");
+            return 77;
+        }
+        if (!o.detail_path.empty()) detail = std::fopen(o.detail_path.c_str(), "w");
+        {
+            Bench b(o);
+            b.run();
+        }
+        summary();
+        if (detail) std::fclose(detail);
+        bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok || !r.counts; });
+        return all_ok ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "umem-sparse-bench: %s\n", e.what());
+        if (detail) std::fclose(detail);
+        return 1;
+    }
+}
+
+}  // namespace
+}  // namespace bardrive::umem
+
+int main(int argc, char** argv) { return bardrive::umem::bench_main(argc, argv); }
