@@ -9,7 +9,7 @@ std::uint32_t check(const Config& cfg) {
     const std::string what = "umem: configure pager";
     if (cfg.page_size < min_page_size || cfg.page_size > (2u << 20) || (cfg.page_size & (cfg.page_size - 1)) != 0)
         throw Error(what, log::concat("page_size ", cfg.page_size), "not a power of two between 128 B and 2 MiB",
-                    "use 4096 (sectors of 128 B make small objects cheap there), or 256, 65536, 2097152");
+                    "use the size of the objects read together (256 for 256-byte rows), or 4096, 65536, 2097152");
     if (cfg.bytes == 0) throw Error(what, "bytes 0", "nothing to page", "give the array's size in bytes");
     if (cfg.frames == 0)
         throw Error(what, "frames 0", "the frame pool is empty", "give at least one frame (pool bytes / page size)");
@@ -24,8 +24,6 @@ std::uint32_t check(const Config& cfg) {
                     "use a larger page size or a smaller pool");
     return shift;
 }
-
-bool has_sectors(const Config& cfg) { return cfg.page_size >= sectored_page_size; }
 
 std::uint64_t page_count(const Config& cfg) { return (cfg.bytes + cfg.page_size - 1) / cfg.page_size; }
 
@@ -65,9 +63,9 @@ const char* name(Eviction e) {
 }
 
 const char* name(Counter c) {
-    static const char* const names[c_count_] = {"hits",      "faults",       "fills",      "prefetches", "read_through",
-                                                "waits",     "evictions",    "writebacks", "exhausted",  "bytes_in",
-                                                "bytes_out", "sector_fills", "hand_steps"};
+    static const char* const names[c_count_] = {"hits",         "faults",   "fills",     "prefetches",
+                                                "read_through", "waits",    "evictions", "writebacks",
+                                                "exhausted",    "bytes_in", "bytes_out", "hand_steps"};
     return c < c_count_ ? names[c] : "?";
 }
 

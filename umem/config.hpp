@@ -10,7 +10,7 @@ namespace bardrive::umem {
 
 struct Config {
     std::uint64_t bytes = 0;                    // size of the paged array
-    std::uint64_t page_size = 4096;             // power of two, 128 B .. 2 MiB; sectors from 4 KiB up
+    std::uint64_t page_size = 4096;             // power of two, 128 B .. 2 MiB (umem/README.md: which)
     std::uint64_t frames = 0;                   // frame pool capacity in pages; below bytes/page_size = oversubscribed
     Admission admission = Admission::adaptive;  // chosen by measurement: umem/README.md
     Eviction eviction = Eviction::clock;
@@ -18,15 +18,9 @@ struct Config {
 };
 
 inline constexpr std::uint64_t min_page_size = 128;
-// Pages of 4 KiB and more are 32 sectors of 128 B or more, each valid or not (pager.hpp); smaller
-// pages move whole.
-inline constexpr std::uint64_t sectored_page_size = 4096;
 
 // Throws bardrive::Error saying which field is wrong and what would work. Returns log2(page_size).
 std::uint32_t check(const Config& cfg);
-
-// Whether a pager with this Config keeps sector masks (PagerView::sectors).
-bool has_sectors(const Config& cfg);
 
 std::uint64_t page_count(const Config& cfg);
 

@@ -121,15 +121,9 @@ public:
     // Warp-collective: all 32 lanes, converged, same page. The page stays pinned until
     // warp_release(page); every lane may read (and, with write, write) its elements.
     __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write = false) const {
-        return warp_acquire(page, write, 0, static_cast<std::uint32_t>(per_page()));
-    }
-    // Warp-collective, elements [first, first + count) of the page only (indices within the page,
-    // count > 0): only those may be read (or written); a miss fills the sectors that hold them.
-    __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write, std::uint32_t first, std::uint32_t count) const {
         WarpGroup g = WarpGroup::self();
         DeviceMover m = mover_;
-        std::uint32_t want = view_.sectors_of(std::uint64_t{first} * sizeof(T), std::uint64_t{count} * sizeof(T));
-        std::byte* p = acquire(view_, page, write, g, m, want);
+        std::byte* p = acquire(view_, page, write, g, m);
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T))};
     }
     // `wrote`: the warp wrote the page; its stores are fenced before the unpin. Read-only
@@ -141,17 +135,15 @@ public:
         release(view_, page, g);
     }
 
-    // One thread, any control flow: reads element i. A miss fills only the element's sector (the
-    // thread copies alone: a whole page would be 32 serial round trips). With at least as many
-    // frames as pages a hit is two loads and the element's: nothing to pin, nothing to count but
-    // one warp-aggregated hit counter.
+    // One thread, any control flow: reads element i. With at least as many frames as pages a hit is
+    // one load and the element's (find_resident), and one warp-aggregated hit count; else the thread
+    // runs the protocol alone (pins, fills the page by itself on a miss, unpins): choose a page the
+    // size of what one thread reads together (umem/README.md).
     __device__ T get(std::uint64_t i) const {
         assert(i < size() && "umem: element index beyond the array");
         std::uint64_t page = page_of(i);
-        std::uint64_t offset = (i % per_page()) * sizeof(T);
-        std::uint32_t want = view_.sectors_of(offset, sizeof(T));
-        if (const std::byte* f = find_resident(view_, page, want)) {
-            T x = load_cg(reinterpret_cast<const T*>(f + offset));
+        if (const std::byte* f = find_resident(view_, page)) {
+            T x = load_cg(reinterpret_cast<const T*>(f) + i % per_page());
             unsigned together = __activemask();
             if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(static_cast<int>(together)) - 1))
                 view_.count(LoneThread::self().shard(), c_hits, static_cast<std::uint64_t>(__popc(together)));
@@ -159,8 +151,8 @@ public:
         }
         LoneThread g = LoneThread::self();
         DeviceMover m = mover_;
-        const std::byte* p = acquire(view_, page, false, g, m, want, true);
-        T x = load_cg(reinterpret_cast<const T*>(p + offset));
+        const T* p = reinterpret_cast<const T*>(acquire(view_, page, false, g, m));
+        T x = load_cg(p + i % per_page());
         release(view_, page, g);
         return x;
     }

@@ -34,17 +34,14 @@ __global__ void flush_kernel(PagerView v) {
         if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
         const std::byte* src = v.frame_data(e.frame());
         std::byte* dst = v.host_page(page);
-        // Only valid sectors: the others hold nothing of this page (host memory has their data).
-        std::uint32_t valid =
-            v.sectors == nullptr ? all_sectors : static_cast<std::uint32_t>(atom::load(&v.sectors[page]));
         for (std::uint32_t i = g.lane * 16; i < v.page_bytes(page); i += 512)
-            if ((valid >> (i >> v.sector_shift())) & 1) __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+            __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
         __threadfence_system();
         g.sync();
         if (g.leader()) {
             atom::fetch_and(&v.pte[page], ~Pte::dirty);
             v.count(g.shard(), c_writebacks);
-            v.count(g.shard(), c_bytes_out, for_each_run(v, page, valid, [](std::uint32_t, std::uint32_t) {}));
+            v.count(g.shard(), c_bytes_out, v.page_bytes(page));
         }
     }
 }
@@ -89,11 +86,8 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                       shift,
                       cfg.admission,
                       cfg.eviction,
-                      cfg.prefetch_depth,
-                      has_sectors(cfg) ? device_alloc<std::uint64_t>(pages, "sector masks") : nullptr};
+                      cfg.prefetch_depth};
     cuda_check(cudaMemset(view_.pte, 0, pages * 8), "umem: cudaMemset", "page table");
-    if (view_.sectors != nullptr)
-        cuda_check(cudaMemset(view_.sectors, 0, pages * 8), "umem: cudaMemset", "sector masks");
     cuda_check(cudaMemset(view_.frame_owner, 0xff, cfg.frames * 4), "umem: cudaMemset", "frame owners");
     cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
@@ -131,7 +125,6 @@ void GpuPager::release_all() noexcept {
         cudaFree(ring_.tail);
     }
     cudaFree(view_.pte);
-    cudaFree(view_.sectors);
     cudaFree(view_.frame_owner);
     cudaFree(view_.ctl);
     cudaFree(view_.counters);

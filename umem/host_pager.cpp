@@ -25,7 +25,6 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
     std::uint32_t shift = check(cfg);
     std::uint64_t pages = page_count(cfg);
     pte_.assign(pages, 0);
-    if (has_sectors(cfg)) sectors_.assign(pages, 0);
     owner_.assign(cfg.frames, no_page);
     ctl_.assign(ctl_words, 0);
     counters_.assign(counter_shards * counter_stride, 0);
@@ -41,8 +40,7 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
                       shift,
                       cfg.admission,
                       cfg.eviction,
-                      cfg.prefetch_depth,
-                      sectors_.empty() ? nullptr : sectors_.data()};
+                      cfg.prefetch_depth};
 }
 
 ThreadGroup ThreadGroup::current() {
@@ -57,14 +55,6 @@ HostPager::Access HostPager::access(std::uint64_t page, bool write) noexcept {
     ThreadGroup g = ThreadGroup::current();
     CpuMover m;
     return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m));
-}
-
-HostPager::Access HostPager::access(std::uint64_t page, bool write, std::uint32_t offset,
-                                    std::uint32_t bytes) noexcept {
-    ThreadGroup g = ThreadGroup::current();
-    CpuMover m;
-    const PagerView& v = tables_.view();
-    return Access(&v, page, acquire(v, page, write, g, m, v.sectors_of(offset, bytes)));
 }
 
 void HostPager::flush() noexcept {

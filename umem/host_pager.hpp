@@ -30,7 +30,6 @@ public:
 
 private:
     std::vector<std::uint64_t> pte_;
-    std::vector<std::uint64_t> sectors_;
     std::vector<std::uint32_t> owner_;
     std::vector<std::uint64_t> ctl_;
     std::vector<std::uint64_t> counters_;
@@ -87,9 +86,6 @@ public:
 
     // Data path: never throws, never allocates. An out-of-range page aborts in debug builds.
     Access access(std::uint64_t page, bool write) noexcept;
-    // Only bytes [offset, offset + bytes) of the page may be used (bytes > 0): a miss fills the
-    // sectors holding them (or the whole page, pager.hpp's fill_span decides).
-    Access access(std::uint64_t page, bool write, std::uint32_t offset, std::uint32_t bytes) noexcept;
 
     // Writes every dirty frame back to host memory. Call with no access in flight.
     void flush() noexcept;

@@ -12,11 +12,6 @@
 //  - Only a page with no pins changes host -> migrating or resident -> evicting (one CAS).
 //  - A filler never waits: when no frame can be evicted (all pinned or in flight) it gives the
 //    page back and the access reads through host memory. So frame exhaustion cannot deadlock.
-//  - A frame holds its page in 32 sectors, each valid or not (a word per page beside the PTE): an
-//    access names the sectors it uses, a miss fills those (or the whole page, when neighbouring
-//    sectors have been asked for soon after), a hit on a page lacking some fills just those. A
-//    sector is filled by the one accessor that claimed it; the others wait for its valid bit,
-//    after filling what they claimed themselves, so no two fillers wait for each other.
 //  - With at least as many frames as pages nothing is ever evicted, so hits take no pin.
 #pragma once
 
@@ -58,7 +53,6 @@ enum Counter : unsigned {
     c_exhausted,     // fills abandoned because no frame could be evicted
     c_bytes_in,      // bytes copied host -> frames
     c_bytes_out,     // bytes copied frames -> host
-    c_sector_fills,  // hits on a resident page that had to fill sectors it lacked
     c_hand_steps,    // frames the eviction hand looked at (per eviction: the cost of finding a victim)
     c_count_,
 };
@@ -73,25 +67,8 @@ inline constexpr unsigned ctl_fresh = 0;     // next never-used frame
 inline constexpr unsigned ctl_hand = 16;     // CLOCK hand
 inline constexpr unsigned ctl_evicted = 32;  // evictions in the current window (adaptive admission)
 inline constexpr unsigned ctl_unused = 33;   // of those, pages evicted without a single hit
-inline constexpr unsigned ctl_partial = 34;  // partial fills (some sectors) in the current window
-inline constexpr unsigned ctl_later = 35;    // sector fills into resident pages in that window
-inline constexpr unsigned ctl_whole = 36;    // 1: misses fill whole pages (the last window's verdict)
 inline constexpr unsigned ctl_words = 48;
-inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
-inline constexpr std::uint64_t spatial_window = 4096;  // partial fills per measurement window
-inline constexpr unsigned hand_chunk = 8;              // frames the eviction hand passes per atomic
-
-// Sectors: every page is 32 of them (128 B in a 4 KiB page), one bit each in a 32-bit mask.
-inline constexpr unsigned sector_bits = 5;
-inline constexpr std::uint32_t all_sectors = 0xffffffffu;
-
-UMEM_HD inline unsigned lowest_bit(std::uint32_t x) {
-#if defined(__CUDA_ARCH__)
-    return static_cast<unsigned>(__ffs(static_cast<int>(x)) - 1);
-#else
-    return static_cast<unsigned>(__builtin_ctz(x));
-#endif
-}
+inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measurement window
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -109,19 +86,9 @@ struct PagerView {
     Admission admission;
     Eviction eviction;
     std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
-    std::uint64_t* sectors;        // [pages]: bits 0-31 valid sectors, 32-63 sectors being filled;
-                                   // null: whole pages only (every fill fills all 32)
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
-    UMEM_HD std::uint32_t sector_shift() const { return page_shift - sector_bits; }
-    // The sectors holding bytes [offset, offset + n) of a page (n > 0).
-    UMEM_HD std::uint32_t sectors_of(std::uint64_t offset, std::uint64_t n) const {
-        unsigned first = static_cast<unsigned>(offset >> sector_shift());
-        unsigned last = static_cast<unsigned>((offset + n - 1) >> sector_shift());
-        std::uint32_t upto = last >= 31 ? all_sectors : (2u << last) - 1;
-        return upto & ~((1u << first) - 1);
-    }
 
     UMEM_HD std::uint64_t page_size() const { return 1ull << page_shift; }
     UMEM_HD std::uint32_t page_bytes(std::uint64_t page) const {
@@ -145,7 +112,6 @@ struct Step {
     std::uint32_t frame;   // hit, fill: the frame
     std::uint32_t victim;  // fill: page evicted from `frame`, or no_page
     std::uint32_t victim_dirty;
-    std::uint32_t complete;  // hit: every sector is valid
 };
 
 // Adaptive admission's measurement: how many evicted pages were never hit since their fill. The
@@ -169,28 +135,6 @@ UMEM_HD inline bool thrashing(const PagerView& v) {
 UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
     std::uint64_t h = (page ^ (atom::peek(&v.ctl[ctl_evicted]) << 32)) * 0x9e3779b97f4a7c15ull;
     return (h >> 58) == 0;
-}
-
-// Spatial locality, measured: of the partial fills in a window, how many pages were later asked for
-// sectors they lacked. When that happens at least once per partial fill on average, a miss filling
-// only what it asked for costs more round trips than filling the page, so misses fill whole pages;
-// one in 16 stays partial so that the next window can measure again.
-UMEM_HD inline void note_partial_fill(const PagerView& v) {
-    std::uint64_t n = atom::fetch_add(&v.ctl[ctl_partial], std::uint64_t{1}) + 1;
-    if (n < spatial_window) return;
-    std::uint64_t later = atom::peek(&v.ctl[ctl_later]);
-    atom::store(&v.ctl[ctl_whole], std::uint64_t{later >= n ? 1u : 0u});
-    atom::store(&v.ctl[ctl_partial], std::uint64_t{0});
-    atom::store(&v.ctl[ctl_later], std::uint64_t{0});
-}
-
-// The sectors a miss fills: those asked for, or the whole page while neighbouring sectors get asked
-// for soon after (see note_partial_fill) and the pool is not thrashing. `exact`: the caller copies
-// alone (a lone GPU thread), where every extra sector costs a serial round trip: never widen.
-UMEM_HD inline std::uint32_t fill_span(const PagerView& v, std::uint64_t page, std::uint32_t want, bool exact) {
-    if (v.sectors == nullptr || want == all_sectors) return all_sectors;
-    if (exact || atom::peek(&v.ctl[ctl_whole]) == 0 || thrashing(v)) return want;
-    return ((page * 0x9e3779b97f4a7c15ull) >> 60) == 0 ? want : all_sectors;
 }
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
@@ -262,7 +206,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
         if (e.state() == PageState::resident) {
             v.count(shard, c_hits);
             if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-            return {Step::hit, e.frame(), no_page, 0, e.is(Pte::complete) ? 1u : 0u};
+            return {Step::hit, e.frame(), no_page, 0};
         }
     }
     Pte e{atom::fetch_add(slot, Pte::pin_one)};
@@ -272,66 +216,61 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             if (v.never_evicts()) {  // became resident just now: unpinned as above
                 atom::fetch_sub(slot, Pte::pin_one);
                 if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-                return {Step::hit, e.frame(), no_page, 0, e.is(Pte::complete) ? 1u : 0u};
+                return {Step::hit, e.frame(), no_page, 0};
             }
             // At most one more atomic, and only until the bits are set.
             std::uint64_t set = (e.is(Pte::reused) ? 0 : Pte::reused) | (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
                                 (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0);
             if (set != 0) atom::fetch_or(slot, set);
-            return {Step::hit, e.frame(), no_page, 0, e.is(Pte::complete) ? 1u : 0u};
+            return {Step::hit, e.frame(), no_page, 0};
         }
         case PageState::host: {
             v.count(shard, c_faults);
             if (!admit(v, page, e)) {
                 if (v.admission == Admission::second_touch) atom::fetch_or(slot, Pte::touched);
                 v.count(shard, c_read_through);
-                return {Step::host, 0, no_page, 0, 0};  // pinned: the host copy stays authoritative
+                return {Step::host, 0, no_page, 0};  // pinned: the host copy stays authoritative
             }
             // Only an unpinned page migrates (our own pin is the +pin_one); else read through now.
             std::uint64_t expected = e.word + Pte::pin_one;
             if (e.pins() == 0 &&
                 atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating))) {
                 Claim c = claim_frame(v, shard);
-                if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u, 0};
+                if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
                 // No frame: back to host (migrating 1 -> host 0) keeping a pin, and read through.
                 atom::fetch_add(slot, Pte::pin_one - 1);
             }
             v.count(shard, c_read_through);
-            return {Step::host, 0, no_page, 0, 0};
+            return {Step::host, 0, no_page, 0};
         }
         default:  // migrating or evicting: someone else is moving it; drop the pin and wait
             atom::fetch_sub(slot, Pte::pin_one);
-            return {Step::wait, 0, no_page, 0, 0};
+            return {Step::wait, 0, no_page, 0};
     }
 }
 
-// Evictor, after the victim's frame was written back (`written` bytes, when dirty): the victim is host again.
-UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bool dirty, std::uint32_t written,
-                                    unsigned shard) {
+// Evictor, after the victim's frame was written back (when dirty): the victim is host again.
+UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bool dirty, unsigned shard) {
     if (dirty) {
         v.count(shard, c_writebacks);
-        v.count(shard, c_bytes_out, written);
+        v.count(shard, c_bytes_out, v.page_bytes(victim));
     }
-    // The next fill of the victim starts with no valid sector.
-    if (v.sectors != nullptr) atom::store(&v.sectors[victim], std::uint64_t{0});
     // Keep the pins of accessors that are about to see `evicting` and back off, and `touched`.
     atom::fetch_and(&v.pte[victim], Pte::pin_mask | Pte::touched);
 }
 
-// Filler, after the frame holds sectors `filled` of the page: publish it resident. `demand`: an
-// access asked for it (pinned for the caller unless nothing is ever evicted); else a prefetch.
+// Filler, after the frame holds the page: publish it resident. `demand`: an access asked for it
+// (pinned for the caller unless nothing is ever evicted); else a prefetch.
 UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool demand,
-                                std::uint32_t filled, std::uint32_t filled_bytes, unsigned shard) {
+                                unsigned shard) {
+    const bool pin = demand && !v.never_evicts();
     atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
-    if (v.sectors != nullptr) atom::store(&v.sectors[page], std::uint64_t{filled});
-    bool pin = demand && !v.never_evicts();
-    // migrating (1) -> resident (2) is +1; frame bits, dirty, referenced and complete are 0 while migrating.
+    // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.
     std::uint64_t delta = 1 + (static_cast<std::uint64_t>(frame) << Pte::frame_shift) + (pin ? Pte::pin_one : 0) +
-                          (write ? Pte::dirty : 0) + (filled == all_sectors ? Pte::complete : 0);
+                          (write ? Pte::dirty : 0);
     atom::fetch_add(&v.pte[page], delta);
     v.count(shard, demand ? c_fills : c_prefetches);
-    v.count(shard, c_bytes_in, filled_bytes);
-    if (filled != all_sectors) note_partial_fill(v);
+    v.count(shard, c_bytes_in, v.page_bytes(page));
 }
 
 // Hits take no pin when nothing is ever evicted (begin_access, finish_fill): only a page still in
@@ -341,35 +280,12 @@ UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page) {
     atom::fetch_sub(&v.pte[page], Pte::pin_one);
 }
 
-// Calls f(offset, bytes) for each run of consecutive sectors in `mask`, clipped to the page's bytes.
-// Returns the bytes covered.
-template <class F>
-UMEM_HD inline std::uint32_t for_each_run(const PagerView& v, std::uint64_t page, std::uint32_t mask, F f) {
-    const std::uint32_t bytes = v.page_bytes(page), shift = v.sector_shift();
-    std::uint32_t total = 0;
-    while (mask != 0) {
-        unsigned lo = lowest_bit(mask);
-        std::uint32_t above = ~mask & (all_sectors << lo);  // the first clear bit above the run
-        unsigned hi = above == 0 ? 32 : lowest_bit(above);
-        mask &= hi == 32 ? 0 : all_sectors << hi;
-        std::uint32_t off = lo << shift;
-        if (off >= bytes) break;
-        std::uint32_t end = hi == 32 || (hi << shift) > bytes ? bytes : hi << shift;
-        f(off, end - off);
-        total += end - off;
-    }
-    return total;
-}
-
-// With at least as many frames as pages a resident page never moves, so a read of sectors `want`
-// that are valid needs no pin: two loads. Returns the frame's data, or null (take acquire()).
-UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, std::uint32_t want) {
+// With at least as many frames as pages a resident page never moves, so reading it needs no pin:
+// one load. Returns the frame's data, or null (then take acquire()).
+UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page) {
     if (!v.never_evicts()) return nullptr;
     Pte e{atom::load(&v.pte[page])};
-    if (e.state() != PageState::resident) return nullptr;
-    if (!e.is(Pte::complete) && (static_cast<std::uint32_t>(atom::load(&v.sectors[page])) & want) != want)
-        return nullptr;
-    return v.frame_data(e.frame());
+    return e.state() == PageState::resident ? v.frame_data(e.frame()) : nullptr;
 }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
@@ -383,76 +299,23 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
     std::uint64_t* slot = &v.pte[page];
     std::uint64_t expected = atom::load(slot);
     Pte e{expected};
-    if (e.state() != PageState::host || e.pins() != 0) return {Step::wait, 0, no_page, 0, 0};
+    if (e.state() != PageState::host || e.pins() != 0) return {Step::wait, 0, no_page, 0};
     if (!atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating)))
-        return {Step::wait, 0, no_page, 0, 0};
+        return {Step::wait, 0, no_page, 0};
     Claim c = claim_frame(v, shard);
     if (c.frame == Pte::max_frames) {
         atom::fetch_sub(slot, std::uint64_t{1});  // migrating -> host
-        return {Step::wait, 0, no_page, 0, 0};
+        return {Step::wait, 0, no_page, 0};
     }
-    return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u, 0};
-}
-
-// A victim's frame goes back to host memory: its valid sectors, when it is dirty. Then it is host.
-template <class Group, class Mover>
-UMEM_HD inline void evict(const PagerView& v, std::uint32_t victim, bool dirty, std::byte* frame, Group& g, Mover& m) {
-    std::uint32_t written = 0;
-    if (dirty) {
-        std::uint32_t valid = all_sectors;
-        if (v.sectors != nullptr && g.leader()) valid = static_cast<std::uint32_t>(atom::load(&v.sectors[victim]));
-        valid = g.broadcast(valid);
-        std::byte* host = v.host_page(victim);
-        written = for_each_run(v, victim, valid,
-                               [&](std::uint32_t off, std::uint32_t n) { m.to_host(g, host + off, frame + off, n); });
-    }
-    g.sync();
-    if (g.leader()) finish_eviction(v, victim, dirty, written, g.shard());
-}
-
-// A hit on a page lacking some of the sectors `want`: fills the ones this group claims, then waits
-// for the ones another accessor is filling (it holds a pin and never waits for us: no deadlock).
-template <class Group, class Mover>
-UMEM_HD inline void fill_sectors(const PagerView& v, std::uint64_t page, std::byte* frame, std::uint32_t want, Group& g,
-                                 Mover& m) {
-    std::uint64_t* word = &v.sectors[page];
-    std::uint32_t mine = 0, others = 0;
-    if (g.leader()) {
-        std::uint32_t need = want & ~static_cast<std::uint32_t>(atom::load(word));
-        if (need != 0) {
-            std::uint64_t old = atom::fetch_or(word, std::uint64_t{need} << 32);
-            mine = need & ~static_cast<std::uint32_t>(old >> 32) & ~static_cast<std::uint32_t>(old);
-            others = need & ~mine;
-        }
-    }
-    mine = g.broadcast(mine);
-    if (mine != 0) {
-        const std::byte* host = v.host_page(page);
-        std::uint32_t bytes = for_each_run(
-            v, page, mine, [&](std::uint32_t off, std::uint32_t n) { m.to_frame(g, frame + off, host + off, n); });
-        g.sync();
-        if (g.leader()) {
-            // valid |= mine and filling &= ~mine in one step (mine is set in filling, clear in valid).
-            std::uint64_t old = atom::fetch_add(word, std::uint64_t{mine} - (std::uint64_t{mine} << 32));
-            if ((static_cast<std::uint32_t>(old) | mine) == all_sectors) atom::fetch_or(&v.pte[page], Pte::complete);
-            v.count(g.shard(), c_sector_fills);
-            v.count(g.shard(), c_bytes_in, bytes);
-            atom::count(&v.ctl[ctl_later], std::uint64_t{1});
-        }
-    }
-    if (g.leader())
-        while ((static_cast<std::uint32_t>(atom::load(word)) & others) != others) atom::backoff();
-    g.sync();
+    return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
 }
 
 // The access driver: one group (a CPU thread, a GPU warp) takes a page for reading or writing.
 // Group: lane(), leader(), sync(), broadcast(uint32 from the leader), shard().
 // Mover: to_frame(group, dst, src, bytes) and to_host(group, dst, src, bytes); all lanes call them.
-// `want`: the sectors the caller will touch (it must touch no others); `exact`: never fill more
-// (fill_span). Returns the page's data (frame or host) pinned; the caller ends with release().
+// Returns the page's data (frame or host) pinned; the caller ends with release().
 template <class Group, class Mover>
-UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
-                                  std::uint32_t want = all_sectors, bool exact = false) {
+UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m) {
     unsigned shard = g.shard();
     bool waited = false;
     for (;;) {
@@ -461,11 +324,7 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
         s.kind = static_cast<Step::Kind>(g.broadcast(s.kind));
         if (s.kind == Step::host) return v.host_page(page);
         s.frame = g.broadcast(s.frame);
-        if (s.kind == Step::hit) {
-            std::byte* frame = v.frame_data(s.frame);
-            if (v.sectors != nullptr && !g.broadcast(s.complete)) fill_sectors(v, page, frame, want, g, m);
-            return frame;
-        }
+        if (s.kind == Step::hit) return v.frame_data(s.frame);
         if (s.kind == Step::wait) {
             if (g.leader() && !waited) v.count(shard, c_waits);
             waited = true;
@@ -475,15 +334,14 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
         s.victim = g.broadcast(s.victim);
         s.victim_dirty = g.broadcast(s.victim_dirty);
         std::byte* frame = v.frame_data(s.frame);
-        if (s.victim != no_page) evict(v, s.victim, s.victim_dirty != 0, frame, g, m);
-        std::uint32_t span = 0;
-        if (g.leader()) span = fill_span(v, page, want, exact);
-        span = g.broadcast(span);
-        const std::byte* host = v.host_page(page);
-        std::uint32_t bytes = for_each_run(
-            v, page, span, [&](std::uint32_t off, std::uint32_t n) { m.to_frame(g, frame + off, host + off, n); });
+        if (s.victim != no_page) {
+            if (s.victim_dirty) m.to_host(g, v.host_page(s.victim), frame, v.page_bytes(s.victim));
+            g.sync();
+            if (g.leader()) finish_eviction(v, s.victim, s.victim_dirty != 0, shard);
+        }
+        m.to_frame(g, frame, v.host_page(page), v.page_bytes(page));
         g.sync();
-        if (g.leader()) finish_fill(v, page, s.frame, write, true, span, bytes, shard);
+        if (g.leader()) finish_fill(v, page, s.frame, write, true, shard);
         // Prefetch the next pages of a sequential stream while this one is already usable.
         std::uint32_t depth = 0;
         if (g.leader() && stream_detected(v, page)) depth = v.prefetch_depth;
@@ -497,10 +355,14 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
             p.victim = g.broadcast(p.victim);
             p.victim_dirty = g.broadcast(p.victim_dirty);
             std::byte* pf = v.frame_data(p.frame);
-            if (p.victim != no_page) evict(v, p.victim, p.victim_dirty != 0, pf, g, m);
+            if (p.victim != no_page) {
+                if (p.victim_dirty) m.to_host(g, v.host_page(p.victim), pf, v.page_bytes(p.victim));
+                g.sync();
+                if (g.leader()) finish_eviction(v, p.victim, p.victim_dirty != 0, shard);
+            }
             m.to_frame(g, pf, v.host_page(q), v.page_bytes(q));
             g.sync();
-            if (g.leader()) finish_fill(v, q, p.frame, false, false, all_sectors, v.page_bytes(q), shard);
+            if (g.leader()) finish_fill(v, q, p.frame, false, false, shard);
         }
         return frame;
     }
@@ -520,16 +382,12 @@ UMEM_HD inline void flush_all(const PagerView& v, Group& g, Mover& m) {
     for (std::uint64_t page = 0; page < v.pages; ++page) {
         Pte e{atom::load(&v.pte[page])};
         if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
-        std::uint32_t valid =
-            v.sectors == nullptr ? all_sectors : static_cast<std::uint32_t>(atom::load(&v.sectors[page]));
-        std::byte *host = v.host_page(page), *frame = v.frame_data(e.frame());
-        std::uint32_t written = for_each_run(
-            v, page, valid, [&](std::uint32_t off, std::uint32_t n) { m.to_host(g, host + off, frame + off, n); });
+        m.to_host(g, v.host_page(page), v.frame_data(e.frame()), v.page_bytes(page));
         g.sync();
         if (g.leader()) {
             atom::fetch_and(&v.pte[page], ~Pte::dirty);
             v.count(g.shard(), c_writebacks);
-            v.count(g.shard(), c_bytes_out, written);
+            v.count(g.shard(), c_bytes_out, v.page_bytes(page));
         }
     }
 }

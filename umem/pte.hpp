@@ -29,7 +29,6 @@ struct Pte {
     static constexpr std::uint64_t referenced = 1ull << 3;  // hit since the CLOCK hand passed
     static constexpr std::uint64_t touched = 1ull << 4;     // read through once (second-touch admission)
     static constexpr std::uint64_t reused = 1ull << 5;      // hit at least once since its fill
-    static constexpr std::uint64_t complete = 1ull << 6;    // every sector of the frame is valid (pager.hpp)
     static constexpr unsigned pin_shift = 8;                // bits 8-31: accessors using the data now
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
     static constexpr std::uint64_t pin_mask = 0xffffffull << pin_shift;
@@ -46,10 +45,9 @@ struct Pte {
 // The fields must not overlap and must fill exactly one 64-bit word: a GPU kernel and the host
 // read the same bytes, and single 64-bit atomics must cover the whole entry.
 static_assert(sizeof(Pte) == 8 && alignof(Pte) == 8, "a PTE is one atomically updated 64-bit word");
-static_assert((Pte::state_mask & (Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::complete |
-                                  Pte::pin_mask | Pte::frame_mask)) == 0);
-static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::complete) &
-               (Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert((Pte::state_mask &
+               (Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::reused) & (Pte::pin_mask | Pte::frame_mask)) == 0);
 static_assert((Pte::pin_mask & Pte::frame_mask) == 0);
 static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);
 

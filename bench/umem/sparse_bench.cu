@@ -170,19 +170,19 @@ struct Direct {
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
 };
 
-// Through umem's page table: warp_acquire of just the words needed, or get().
+// Through umem's page table: warp_acquire of the page, or get().
 struct Paged {
     Array<Word> a;
     __device__ std::uint64_t page_words() const { return a.per_page(); }
-    __device__ Word* acquire(std::uint64_t page, bool write, std::uint32_t first, std::uint32_t count) const {
-        return a.warp_acquire(page, write, first, count).data;
+    __device__ Word* acquire(std::uint64_t page, bool write, std::uint32_t, std::uint32_t) const {
+        return a.warp_acquire(page, write).data;
     }
     __device__ void release(std::uint64_t page, bool wrote) const { a.warp_release(page, wrote); }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
 };
 
-// Words [w, w + n) of the table, page by page (a row may straddle two pages): the warp acquires
-// only the words it needs, each lane calls f on every 32nd word.
+// Words [w, w + n) of the table, page by page (a row may straddle pages): each lane calls f on
+// every 32nd word.
 template <class Src, class F>
 __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n, bool write, F f) {
     const unsigned lane = threadIdx.x & 31;

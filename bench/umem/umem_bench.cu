@@ -39,13 +39,9 @@ std::uint64_t page_sum(std::uint64_t page) {
 // ---- where a kernel's pages come from ------------------------------------------------------
 
 // Memory the GPU reads directly: zero-copy host memory, UVM, or device memory.
-// acquire(page) takes the whole page, acquire(page, offset, bytes) only those bytes of it.
 struct Direct {
     const std::byte* base;
     __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
-    __device__ const std::byte* acquire(std::uint64_t page, std::uint32_t, std::uint32_t) const {
-        return acquire(page);
-    }
     __device__ void release(std::uint64_t) const {}
 };
 
@@ -54,10 +50,6 @@ struct Paged {
     Array<std::uint64_t> a;
     __device__ const std::byte* acquire(std::uint64_t page) const {
         return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
-    }
-    __device__ const std::byte* acquire(std::uint64_t page, std::uint32_t offset, std::uint32_t bytes) const {
-        std::uint32_t first = offset / 8, last = (offset + bytes - 1) / 8;
-        return reinterpret_cast<const std::byte*>(a.warp_acquire(page, false, first, last - first + 1).data);
     }
     __device__ void release(std::uint64_t page) const { a.warp_release(page, false); }
 };
@@ -103,11 +95,11 @@ __global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* to
 }
 
 // One BFS level, top down, one warp per frontier vertex. Row offsets (u64) and neighbours (u32)
-// both come through their sources page by page, each access naming the bytes it reads.
+// both come through their sources page by page.
 template <class Src>
 __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
     std::uint64_t page = v / kPageWords;
-    const std::byte* p = row.acquire(page, static_cast<std::uint32_t>(v % kPageWords) * 8, 8);
+    const std::byte* p = row.acquire(page);
     std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % kPageWords);
     row.release(page);
     return x;
@@ -124,8 +116,7 @@ __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std:
         for (std::uint64_t e = begin; e < end;) {
             std::uint64_t page = e / per_page;
             std::uint64_t stop = std::min(end, (page + 1) * per_page);
-            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(
-                page, static_cast<std::uint32_t>(e % per_page) * 4, static_cast<std::uint32_t>(stop - e) * 4));
+            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(page));
             for (std::uint64_t k = e + lane; k < stop; k += 32) {
                 std::uint32_t u = load_cg(p + k % per_page);
                 if (atomicCAS(&level[u], -1, depth) == -1) next[atomicAdd(next_size, 1u)] = u;

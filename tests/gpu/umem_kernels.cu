@@ -50,31 +50,33 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
     }
 }
 
-// Rows of 256 B (32 words, two sectors): a read of a row in the first half of a page (its pattern
-// checked) and, every other op, atomic adds of 1 to every word of a row in the second half.
+// Rows of 256 B paged as 256-byte pages: a read of a row in the first half of a 4 KiB block (its
+// pattern checked) and, every other op, atomic adds of 1 to every word of a row in the second half.
 constexpr std::uint32_t kRowWords = 32;
-__host__ __device__ inline void row_op(std::uint32_t& s, std::uint64_t pages, std::uint64_t& page,
+__host__ __device__ inline void row_op(std::uint32_t& s, std::uint64_t blocks, std::uint64_t& block,
                                        std::uint32_t& read_row, std::uint32_t& write_row) {
-    page = next(s) % pages;
+    block = next(s) % blocks;
     read_row = next(s) % (kPattern / kRowWords);
     write_row = next(s) % (kPattern / kRowWords) + kPattern / kRowWords;
 }
 
-__global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::uint32_t ops, unsigned long long* bad) {
+__global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, unsigned long long* bad) {
     unsigned lane = threadIdx.x & 31;
     std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     std::uint32_t s = warp * 2246822519u + 3;
+    constexpr std::uint64_t rows_per_block = kWords / kRowWords;
     for (std::uint32_t i = 0; i < ops; ++i) {
-        std::uint64_t page;
+        std::uint64_t block;
         std::uint32_t rr, wr;
-        row_op(s, pages, page, rr, wr);
-        PageRef<std::uint64_t> r = a.warp_acquire(page, false, rr * kRowWords, kRowWords);
-        std::uint64_t w = rr * kRowWords + lane;
-        unsigned wrong = load_cg(r.data + w) != page * kWords + w;
+        row_op(s, blocks, block, rr, wr);
+        std::uint64_t page = block * rows_per_block + rr;
+        PageRef<std::uint64_t> r = a.warp_acquire(page, false);
+        unsigned wrong = load_cg(r.data + lane) != page * kRowWords + lane;
         a.warp_release(page, false);
         if (i % 2 == 1) {
-            r = a.warp_acquire(page, true, wr * kRowWords, kRowWords);
-            atomicAdd(reinterpret_cast<unsigned long long*>(r.data + wr * kRowWords + lane), 1ull);
+            page = block * rows_per_block + wr;
+            r = a.warp_acquire(page, true);
+            atomicAdd(reinterpret_cast<unsigned long long*>(r.data + lane), 1ull);
             a.warp_release(page, true);
         }
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
@@ -152,32 +154,33 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
     return r;
 }
 
-MixedResult run_rows(std::uint64_t pages, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops) {
-    Host data(pages * kWords * 8);
-    fill(data.p, pages);
+MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops) {
+    Host data(blocks * kWords * 8);
+    fill(data.p, blocks);
     Config c;
-    c.bytes = pages * kWords * 8;
+    c.bytes = blocks * kWords * 8;
+    c.page_size = kRowWords * 8;
     c.frames = frames;
     MixedResult r;
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
-        rows_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), pages, ops, bad.p);
+        rows_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), blocks, ops, bad.p);
         ck(cudaDeviceSynchronize(), "rows kernel");
         pager.flush();
         r.bad_reads = bad.get();
         r.stats = pager.stats();
     }
-    std::vector<std::uint64_t> expect(pages * kWords);
-    fill(expect.data(), pages);
+    std::vector<std::uint64_t> expect(blocks * kWords);
+    fill(expect.data(), blocks);
     for (std::uint32_t warp = 0; warp < (warps + 7) / 8 * 8; ++warp) {
         std::uint32_t s = warp * 2246822519u + 3;
         for (std::uint32_t i = 0; i < ops; ++i) {
-            std::uint64_t page;
+            std::uint64_t block;
             std::uint32_t rr, wr;
-            row_op(s, pages, page, rr, wr);
+            row_op(s, blocks, block, rr, wr);
             if (i % 2 == 1)
-                for (std::uint32_t k = 0; k < kRowWords; ++k) ++expect[page * kWords + wr * kRowWords + k];
+                for (std::uint32_t k = 0; k < kRowWords; ++k) ++expect[block * kWords + wr * kRowWords + k];
         }
     }
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];

@@ -25,9 +25,9 @@ struct MixedResult {
 MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admission, Engine engine,
                       std::uint32_t warps, std::uint32_t ops, std::uint32_t prefetch);
 
-// Warps read 256-byte rows (two sectors of a page: warp_acquire with a range) and add 1 atomically to
-// every word of other rows; host memory is checked word by word after flush(). Fills stay partial.
-MixedResult run_rows(std::uint64_t pages, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops);
+// Warps read 256-byte rows and add 1 atomically to every word of other rows, the array paged in
+// 256-byte pages (`frames` of them); host memory is checked word by word after flush().
+MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops);
 
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);

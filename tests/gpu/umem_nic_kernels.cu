@@ -144,8 +144,7 @@ NicWarpResult run_nic_warps(std::uint64_t pages, std::uint64_t frames, std::uint
                 12,
                 Admission::migrate,
                 Eviction::clock,
-                0,
-                nullptr};
+                0};
     auto* locks = a.on_device<std::uint32_t>(queues * counter_stride);
     auto* engine_counters = a.on_device<std::uint64_t>(queues * counter_stride);
     auto* fills = a.on_device<std::uint64_t>(1);

@@ -125,16 +125,15 @@ TEST_CASE("2 MiB pages: faults, eviction and write-back move whole large pages")
     CHECK(s.bytes_used == 2 * big);
 }
 
-TEST_CASE("256-byte pages: no sectors, whole small pages move, exact through eviction") {
+TEST_CASE("256-byte pages: small pages move whole, exact through eviction") {
     std::vector<std::uint64_t> d = numbered(2);  // 8 KiB: 32 pages of 256 B
     Config c;
     c.bytes = 2 * kPage;
     c.page_size = 256;
     c.frames = 4;
     HostPager p(c, bytes(d));
-    CHECK(p.view().sectors == nullptr);
     for (std::uint64_t pg = 0; pg < 32; ++pg) {
-        auto a = p.access(pg, pg % 2 == 0, 8, 8);
+        auto a = p.access(pg, pg % 2 == 0);
         REQUIRE(a.bytes() == 256);
         CHECK(word(a, 1) == pg * 32 + 1);
         if (pg % 2 == 0) {
@@ -184,66 +183,7 @@ TEST_CASE("oversubscribed: dirty frames are written back on eviction and on flus
     CHECK(p.stats()[c_writebacks] == pages);
 }
 
-TEST_CASE("sectors: a partial access fills only its sectors, a later one the sectors it lacks") {
-    std::vector<std::uint64_t> d = numbered(4);
-    HostPager p(config(4, 4), bytes(d));
-    const PagerView& v = p.view();
-    {
-        auto a = p.access(1, false, 256, 256);  // sectors 2 and 3 of 128 B
-        CHECK(word(a, 32) == 1 * kWords + 32);
-        CHECK(word(a, 63) == 1 * kWords + 63);
-    }
-    CHECK(v.sectors[1] == 0b1100);
-    CHECK_FALSE(Pte{v.pte[1]}.is(Pte::complete));
-    CHECK(p.stats()[c_bytes_in] == 256);
-    {
-        auto a = p.access(1, false, 300, 100);  // inside sector 2: a hit with nothing to fill
-        CHECK(word(a, 40) == 1 * kWords + 40);
-    }
-    CHECK(p.stats()[c_sector_fills] == 0);
-    {
-        auto a = p.access(1, false);  // the whole page: the 30 missing sectors
-        for (std::uint64_t w = 0; w < kWords; ++w) REQUIRE(word(a, w) == 1 * kWords + w);
-    }
-    Stats s = p.stats();
-    CHECK(s[c_fills] == 1);
-    CHECK(s[c_sector_fills] == 1);
-    CHECK(s[c_bytes_in] == kPage);
-    CHECK(v.sectors[1] == all_sectors);
-    CHECK(Pte{v.pte[1]}.is(Pte::complete));
-    CHECK(v.sectors_of(0, 1) == 1u);
-    CHECK(v.sectors_of(127, 2) == 0b11u);
-    CHECK(v.sectors_of(4000, 96) == 0x80000000u);
-    CHECK(v.sectors_of(0, kPage) == all_sectors);
-}
-
-TEST_CASE("sectors: a dirty page leaves its frame with only its valid sectors") {
-    // One frame for four pages: page 0, written in sector 1 only, is evicted by page 1 and flushed
-    // again later; host bytes of sectors the frame never held must survive both (the frame's other
-    // bytes are stale: frames are reused).
-    std::vector<std::uint64_t> d = numbered(4);
-    HostPager p(config(4, 1), bytes(d));
-    {
-        auto a = p.access(3, false);  // leaves page 3's bytes in the only frame
-    }
-    for (int round = 0; round < 2; ++round) {
-        {
-            auto a = p.access(0, true, 128, 128);
-            REQUIRE(a.data() != bytes(d));  // in the frame
-            std::uint64_t v = 777 + round;
-            std::memcpy(a.data() + 128 + 8, &v, 8);
-        }
-        if (round == 0) {
-            auto b = p.access(1, false);  // evicts page 0
-        } else {
-            p.flush();
-        }
-        for (std::uint64_t w = 0; w < kWords; ++w) REQUIRE(d[w] == (w == 17 ? 777u + static_cast<unsigned>(round) : w));
-    }
-    CHECK(p.stats()[c_bytes_out] == 2 * 128);
-}
-
-TEST_CASE("sectors: no pin on a hit when every page has a frame of its own, a pin when not") {
+TEST_CASE("no pin on a hit when every page has a frame of its own, a pin when not") {
     std::vector<std::uint64_t> d = numbered(4);
     {
         HostPager p(config(4, 4), bytes(d));
@@ -268,45 +208,9 @@ TEST_CASE("sectors: no pin on a hit when every page has a frame of its own, a pi
     CHECK(Pte{p.view().pte[2]}.pins() == 0);
 }
 
-TEST_CASE("sectors: threads filling different sectors of one page at once each get theirs, exactly once") {
-    const unsigned threads = 8;
-    for (int round = 0; round < 50; ++round) {
-        std::vector<std::uint64_t> d = numbered(2);
-        HostPager p(config(2, round % 2 ? 1 : 2), bytes(d));
-        std::barrier start(threads);
-        std::vector<std::thread> ts;
-        std::vector<int> ok(threads, 0);
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                start.arrive_and_wait();
-                // Thread t writes sector t and reads sectors t and t + 1 (a neighbour's, being filled).
-                {
-                    auto a = p.access(1, true, t * 128, 256);
-                    std::uint64_t w = kWords + t * 16 + 3, mine = 5000 + t;
-                    bool good = word(a, t * 16 + 16 + 5) == kWords + t * 16 + 16 + 5;
-                    if (a.data() != bytes(d) + kPage)
-                        std::memcpy(a.data() + (t * 16 + 3) * 8, &mine, 8);
-                    else
-                        d[w] = mine;  // read through: the host copy is the page
-                    ok[t] = good;
-                }
-            });
-        for (auto& t : ts) t.join();
-        for (unsigned t = 0; t < threads; ++t) CHECK(ok[t]);
-        p.flush();
-        for (std::uint64_t w = 0; w < kWords; ++w) {
-            std::uint64_t want = kWords + w;
-            if (w % 16 == 3 && w / 16 < threads) want = 5000 + w / 16;
-            REQUIRE(d[kWords + w] == want);
-        }
-        Stats s = p.stats();
-        CHECK(s[c_bytes_in] <= (threads + 1) * 128);  // no sector filled twice
-    }
-}
-
-TEST_CASE("sectors: threads reading single elements (GPU get()'s path) see every value, pool ample or small") {
+TEST_CASE("threads reading single elements (GPU get()'s path) see every value, pool ample or small") {
     // What Array::get does on a GPU thread: an unpinned look-up first when nothing is ever evicted,
-    // else an exact fill of the element's sector, a read and a release.
+    // else the protocol: a fill or a hit, a read and a release.
     const std::uint64_t pages = 64;
     for (std::uint64_t frames : {pages, pages / 4, std::uint64_t{2}}) {
         std::vector<std::uint64_t> d = numbered(pages);
@@ -321,12 +225,11 @@ TEST_CASE("sectors: threads reading single elements (GPU get()'s path) see every
                 CpuMover m;
                 for (int i = 0; i < 20000; ++i) {
                     std::uint64_t page = rng() % 8 == 0 ? rng() % pages : rng() % 4, w = rng() % kWords;
-                    std::uint32_t want = v.sectors_of(w * 8, 8);
                     std::uint64_t x;
-                    if (const std::byte* f = find_resident(v, page, want)) {
+                    if (const std::byte* f = find_resident(v, page)) {
                         std::memcpy(&x, f + w * 8, 8);
                     } else {
-                        const std::byte* q = acquire(v, page, false, g, m, want, true);
+                        const std::byte* q = acquire(v, page, false, g, m);
                         std::memcpy(&x, q + w * 8, 8);
                         release(v, page, g);
                     }
@@ -337,34 +240,8 @@ TEST_CASE("sectors: threads reading single elements (GPU get()'s path) see every
         INFO("frames " << frames);
         for (unsigned t = 0; t < 8; ++t) CHECK(bad[t] == 0);
         for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
-        Stats s = p.stats();
-        CHECK(s[c_bytes_in] % 128 == 0);
-        if (frames == pages) CHECK(s[c_bytes_in] <= pages * kPage);  // no sector filled twice
+        if (frames == pages) CHECK(p.stats()[c_fills] <= pages);  // no page filled twice
     }
-}
-
-TEST_CASE("sectors: misses fill whole pages while neighbouring sectors keep being asked for") {
-    const std::uint64_t pages = 3 * spatial_window;
-    std::vector<std::uint64_t> d = numbered(pages);
-    HostPager p(config(pages, pages), bytes(d));
-    // Scattered: one sector per page. Fills stay partial.
-    for (std::uint64_t pg = 0; pg < spatial_window; ++pg) p.access(pg, false, 0, 8);
-    CHECK(p.stats()[c_bytes_in] == spatial_window * 128);
-    CHECK(p.view().ctl[ctl_whole] == 0);
-    // Neighbours: sectors 0, 1 and 2 of each page. After one window, misses fill whole pages (but
-    // one in 16, kept partial to measure the next window).
-    for (std::uint64_t pg = spatial_window; pg < 2 * spatial_window; ++pg)
-        for (std::uint32_t sector = 0; sector < 3; ++sector) p.access(pg, false, sector * 128, 8);
-    CHECK(p.view().ctl[ctl_whole] == 1);
-    std::uint64_t before = p.stats()[c_bytes_in], whole = 0;
-    for (std::uint64_t pg = 2 * spatial_window; pg < pages; ++pg) {
-        auto a = p.access(pg, false, 0, 8);
-        CHECK(word(a, 0) == pg * kWords);
-        whole += p.view().sectors[pg] == all_sectors;
-    }
-    CHECK(whole > spatial_window * 13 / 16);
-    CHECK(whole < spatial_window);
-    CHECK(p.stats()[c_bytes_in] - before == whole * kPage + (spatial_window - whole) * 128);
 }
 
 TEST_CASE("concurrent faults on one page are coalesced into one fill") {
