@@ -28,8 +28,11 @@ struct Pte {
     static constexpr std::uint64_t dirty = 1ull << 2;       // written while resident
     static constexpr std::uint64_t referenced = 1ull << 3;  // hit since the CLOCK hand passed
     static constexpr std::uint64_t touched = 1ull << 4;     // read through once (second-touch admission)
-    static constexpr std::uint64_t reused = 1ull << 5;      // hit at least once since its fill
-    static constexpr unsigned pin_shift = 8;                // bits 8-31: accessors using the data now
+    static constexpr unsigned hits_shift = 5;               // bits 5-7: hits since its fill, saturating at 7
+    static constexpr std::uint64_t hit_one = 1ull << hits_shift;
+    static constexpr std::uint64_t hits_mask = 7ull << hits_shift;
+    static constexpr std::uint32_t max_hits = 7;
+    static constexpr unsigned pin_shift = 8;  // bits 8-31: accessors using the data now
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
     static constexpr std::uint64_t pin_mask = 0xffffffull << pin_shift;
     static constexpr unsigned frame_shift = 32;  // bits 32-63: frame, when resident/evicting
@@ -39,6 +42,9 @@ struct Pte {
     UMEM_HD constexpr PageState state() const { return static_cast<PageState>(word & state_mask); }
     UMEM_HD constexpr std::uint32_t frame() const { return static_cast<std::uint32_t>(word >> frame_shift); }
     UMEM_HD constexpr std::uint32_t pins() const { return static_cast<std::uint32_t>((word & pin_mask) >> pin_shift); }
+    UMEM_HD constexpr std::uint32_t hits() const {
+        return static_cast<std::uint32_t>((word & hits_mask) >> hits_shift);
+    }
     UMEM_HD constexpr bool is(std::uint64_t flag) const { return (word & flag) != 0; }
 };
 
@@ -46,8 +52,10 @@ struct Pte {
 // read the same bytes, and single 64-bit atomics must cover the whole entry.
 static_assert(sizeof(Pte) == 8 && alignof(Pte) == 8, "a PTE is one atomically updated 64-bit word");
 static_assert((Pte::state_mask &
-               (Pte::dirty | Pte::referenced | Pte::touched | Pte::reused | Pte::pin_mask | Pte::frame_mask)) == 0);
-static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::reused) & (Pte::pin_mask | Pte::frame_mask)) == 0);
+               (Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask | Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert(((Pte::dirty | Pte::referenced | Pte::touched) & Pte::hits_mask) == 0);
+static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask) & (Pte::pin_mask | Pte::frame_mask)) ==
+              0);
 static_assert((Pte::pin_mask & Pte::frame_mask) == 0);
 static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);
 

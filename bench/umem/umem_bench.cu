@@ -41,6 +41,7 @@ std::uint64_t page_sum(std::uint64_t page) {
 // Memory the GPU reads directly: zero-copy host memory, UVM, or device memory.
 struct Direct {
     const std::byte* base;
+    __device__ std::uint64_t page_bytes() const { return kPage; }
     __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
     __device__ void release(std::uint64_t) const {}
 };
@@ -48,6 +49,7 @@ struct Direct {
 // Through umem's page table.
 struct Paged {
     Array<std::uint64_t> a;
+    __device__ std::uint64_t page_bytes() const { return a.per_page() * 8; }
     __device__ const std::byte* acquire(std::uint64_t page) const {
         return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
     }
@@ -98,9 +100,10 @@ __global__ void scan_kernel(Src src, std::uint64_t pages, unsigned long long* to
 // both come through their sources page by page.
 template <class Src>
 __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
-    std::uint64_t page = v / kPageWords;
+    const std::uint64_t per_page = row.page_bytes() / 8;
+    std::uint64_t page = v / per_page;
     const std::byte* p = row.acquire(page);
-    std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % kPageWords);
+    std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % per_page);
     row.release(page);
     return x;
 }
@@ -109,7 +112,7 @@ template <class Src>
 __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std::uint32_t fsize, std::uint32_t* next,
                            std::uint32_t* next_size, std::int32_t* level, std::int32_t depth) {
     unsigned lane = threadIdx.x & 31;
-    constexpr std::uint64_t per_page = kPage / 4;
+    const std::uint64_t per_page = col.page_bytes() / 4;
     for (std::uint64_t i = warp_id(); i < fsize; i += warp_count()) {
         std::uint32_t v = frontier[i];
         std::uint64_t begin = row_at(row, v), end = row_at(row, v + 1);
@@ -165,7 +168,8 @@ struct Options {
     std::uint64_t gathers = 131072;
     unsigned bfs_scale = 22;
     std::vector<unsigned> pools{100, 50, 25};
-    std::string only;  // one workload, or all
+    std::vector<std::uint64_t> bfs_pages;  // BFS also with the default policy over pages of these sizes
+    std::string only;                      // one workload, or all
     bool uvm = true;
     std::string detail_path;
 };
@@ -209,11 +213,12 @@ struct Managed {
 
 std::string pool_name(unsigned pct) { return log::concat(pct, "%"); }
 
-Config pager_config(std::uint64_t bytes, unsigned pct, Admission adm, std::uint32_t prefetch) {
+Config pager_config(std::uint64_t bytes, unsigned pct, Admission adm, std::uint32_t prefetch,
+                    std::uint64_t page = kPage) {
     Config c;
     c.bytes = bytes;
-    c.page_size = kPage;
-    c.frames = std::max<std::uint64_t>(1, (bytes / kPage) * pct / 100);
+    c.page_size = page;
+    c.frames = std::max<std::uint64_t>(1, (bytes / page) * pct / 100);
     c.admission = adm;
     c.prefetch_depth = prefetch;
     return c;
@@ -550,8 +555,21 @@ private:
                 Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring())};
                 rec("1", v.label(), pool_name(pct), run_bfs(rs, cs), "");
                 auto r = run_bfs(rs, cs);
-                Stats s = pcol.stats();
-                rec("2", v.label(), pool_name(pct), r, "col: " + stats_note(s));
+                rec("2", v.label(), pool_name(pct), r,
+                    "col: " + stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+            }
+        for (std::uint64_t page : opt_.bfs_pages)
+            for (unsigned pct : opt_.pools) {
+                const Admission adm = Config{}.admission;
+                GpuPager prow(pager_config(row_bytes, pct, adm, 0, page), row.p, Engine::gpu_threads);
+                GpuPager pcol(pager_config(col_bytes, pct, adm, 0, page), col.p, Engine::gpu_threads);
+                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring())};
+                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring())};
+                const std::string label = log::concat("umem gpu-threads ", name(adm), " p", page);
+                rec("1", label, pool_name(pct), run_bfs(rs, cs), "");
+                auto r = run_bfs(rs, cs);
+                rec("2", label, pool_name(pct), r,
+                    "col: " + stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
             }
     }
 
@@ -613,7 +631,15 @@ Options parse(int argc, char** argv) {
             o.gib = std::stoull(value());
         else if (a == "--gathers")
             o.gathers = std::stoull(value());
-        else if (a == "--bfs-scale")
+        else if (a == "--bfs-pages") {
+            std::string v = value();
+            for (std::size_t p = 0; p < v.size();) {
+                std::size_t q = v.find(',', p);
+                if (q == std::string::npos) q = v.size();
+                o.bfs_pages.push_back(std::stoull(v.substr(p, q - p)));
+                p = q + 1;
+            }
+        } else if (a == "--bfs-scale")
             o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--only")
             o.only = value();
@@ -631,7 +657,7 @@ Options parse(int argc, char** argv) {
             }
         } else {
             std::printf(
-                "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--pools 100,50,25]\n"
+                "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--bfs-pages 256,1024] [--pools 100,50,25]\n"
                 "                  [--only memcpy|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
             std::exit(a == "--help" ? 0 : 2);
         }

@@ -388,6 +388,49 @@ TEST_CASE("adaptive admission: migrates what fits, reads through when the pool t
     CHECK(s[c_hits] > 0);              // ...and what stays resident is hit on the next pass
 }
 
+TEST_CASE(
+    "adaptive admission: pages hit too few times to pay for a 4 KiB fill read through; small pages keep migrating") {
+    // Each page is hit twice after its fill and then evicted by the cycle: two hits pay for a page of
+    // 256 B (paid_hits 1), not for one of 4 KiB (paid_hits 5).
+    const std::uint64_t pages = 1024;
+    std::vector<std::uint64_t> d = numbered(pages);
+    for (std::uint64_t page_size : {std::uint64_t{4096}, std::uint64_t{256}}) {
+        Config c;
+        c.bytes = pages * kPage;
+        c.page_size = page_size;
+        c.frames = 64;
+        c.admission = Admission::adaptive;
+        HostPager p(c, bytes(d));
+        CHECK(p.view().paid_hits() == (page_size == 4096 ? 5u : 1u));
+        const std::uint64_t n = c.bytes / page_size;
+        for (int pass = 0; pass < 3; ++pass)
+            for (std::uint64_t pg = 0; pg < n; ++pg)
+                for (int k = 0; k < 3; ++k) {
+                    auto a = p.access(pg, false);
+                    REQUIRE(word(a, 1) == pg * (page_size / 8) + 1);
+                }
+        Stats s = p.stats();
+        INFO("page size " << page_size);
+        if (page_size == 4096) {
+            CHECK(s[c_read_through] > s[c_fills]);  // judged thrashing: mostly read in place
+        } else {
+            CHECK(s[c_read_through] < n);  // paid: keeps migrating
+            CHECK(s[c_hits] >= 2 * (s[c_fills] - 64));
+        }
+    }
+}
+
+TEST_CASE("a hit counter per residency: counts until the hits pay, starts again at the next fill") {
+    std::vector<std::uint64_t> d = numbered(4);
+    HostPager p(config(4, 1), bytes(d));
+    for (int i = 0; i < 10; ++i) p.access(0, false);
+    CHECK(Pte{p.view().pte[0]}.hits() == 5);  // counted until it pays (4 KiB: 5 hits)
+    CHECK(Pte{p.view().pte[0]}.pins() == 0);
+    p.access(1, false);  // evicts page 0
+    CHECK(Pte{p.view().pte[0]}.hits() == 0);
+    CHECK(p.state(0) == PageState::host);
+}
+
 TEST_CASE("a sequential stream prefetches the next pages") {
     std::vector<std::uint64_t> d = numbered(16);
     Config c = config(16, 16);
