@@ -227,12 +227,12 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
                 if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
                 return {Step::hit, e.frame(), no_page, 0};
             }
-            // At most one more atomic, and only until the bits are set and the hits pay: one CAS on
-            // the word our pin left (a hit lost to a race is not counted), else the flags alone.
-            std::uint64_t now = e.word + Pte::pin_one;
-            std::uint64_t flags = (write ? Pte::dirty : 0) | (v.eviction == Eviction::clock ? Pte::referenced : 0);
-            std::uint64_t next = (now | flags) + (e.hits() < v.paid_hits() ? Pte::hit_one : 0);
-            if (next != now && !atom::cas(slot, now, next) && (flags & ~now) != 0) atom::fetch_or(slot, flags);
+            // At most one more atomic (a fetch_or, which needs no answer), and only until the bits
+            // are set and the hits counted pay for the fill.
+            std::uint64_t set = (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
+                                (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0) |
+                                (e.hits() < v.paid_hits() ? e.next_hit() : 0);
+            if (set != 0) atom::fetch_or(slot, set);
             return {Step::hit, e.frame(), no_page, 0};
         }
         case PageState::host: {

@@ -28,13 +28,14 @@ struct Pte {
     static constexpr std::uint64_t dirty = 1ull << 2;       // written while resident
     static constexpr std::uint64_t referenced = 1ull << 3;  // hit since the CLOCK hand passed
     static constexpr std::uint64_t touched = 1ull << 4;     // read through once (second-touch admission)
-    static constexpr unsigned hits_shift = 5;               // bits 5-7: hits since its fill, saturating at 7
-    static constexpr std::uint64_t hit_one = 1ull << hits_shift;
-    static constexpr std::uint64_t hits_mask = 7ull << hits_shift;
+    // Bits 5-11: hits since its fill, one bit more per hit (a hit sets the next one with a fetch_or,
+    // which needs no answer; racing hits may count once), up to 7.
+    static constexpr unsigned hits_shift = 5;
     static constexpr std::uint32_t max_hits = 7;
-    static constexpr unsigned pin_shift = 8;  // bits 8-31: accessors using the data now
+    static constexpr std::uint64_t hits_mask = 0x7full << hits_shift;
+    static constexpr unsigned pin_shift = 12;  // bits 12-31: accessors using the data now (up to 1M)
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
-    static constexpr std::uint64_t pin_mask = 0xffffffull << pin_shift;
+    static constexpr std::uint64_t pin_mask = 0xfffffull << pin_shift;
     static constexpr unsigned frame_shift = 32;  // bits 32-63: frame, when resident/evicting
     static constexpr std::uint64_t frame_mask = 0xffffffffull << frame_shift;
     static constexpr std::uint32_t max_frames = 0xffffffffu;
@@ -43,8 +44,13 @@ struct Pte {
     UMEM_HD constexpr std::uint32_t frame() const { return static_cast<std::uint32_t>(word >> frame_shift); }
     UMEM_HD constexpr std::uint32_t pins() const { return static_cast<std::uint32_t>((word & pin_mask) >> pin_shift); }
     UMEM_HD constexpr std::uint32_t hits() const {
-        return static_cast<std::uint32_t>((word & hits_mask) >> hits_shift);
+        std::uint64_t h = (word & hits_mask) >> hits_shift;  // 0, 1, 11, 111, ...: count the ones
+        std::uint32_t n = 0;
+        for (; h != 0; h >>= 1) ++n;
+        return n;
     }
+    // The bit a hit sets: the one above those set.
+    UMEM_HD constexpr std::uint64_t next_hit() const { return hits() < max_hits ? (1ull << (hits_shift + hits())) : 0; }
     UMEM_HD constexpr bool is(std::uint64_t flag) const { return (word & flag) != 0; }
 };
 
