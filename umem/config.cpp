@@ -20,7 +20,7 @@ std::uint32_t check(const Config& cfg) {
         throw Error(what, log::concat(pages, " pages"), "more pages than a 32-bit page index holds",
                     "use a larger page size");
     if (cfg.frames >= Pte::max_frames)
-        throw Error(what, log::concat(cfg.frames, " frames"), "more frames than the PTE's 32-bit frame field holds",
+        throw Error(what, log::concat(cfg.frames, " frames"), "more frames than the PTE's 28-bit frame field holds",
                     "use a larger page size or a smaller pool");
     return shift;
 }

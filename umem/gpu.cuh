@@ -105,6 +105,8 @@ template <class T>
 struct PageRef {
     T* data;              // the page's elements (in a frame or in host memory)
     std::uint32_t count;  // elements in the page
+    std::uint64_t page;
+    bool write;  // taken for writing
 };
 
 // The accessor: a typed view of a paged array. Fast path of an access is one PTE atomic (the
@@ -118,21 +120,21 @@ public:
     __host__ __device__ std::uint64_t per_page() const { return view_.page_size() / sizeof(T); }
     __host__ __device__ std::uint64_t page_of(std::uint64_t i) const { return i / per_page(); }
 
-    // Warp-collective: all 32 lanes, converged, same page. The page stays pinned until
-    // warp_release(page); every lane may read (and, with write, write) its elements.
+    // Warp-collective: all 32 lanes, converged, same page. The data stays where r.data points
+    // until warp_release(r); every lane may read (and, with write, write) its elements.
     __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write = false) const {
         WarpGroup g = WarpGroup::self();
         DeviceMover m = mover_;
         std::byte* p = acquire(view_, page, write, g, m);
-        return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T))};
+        return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
-    // `wrote`: the warp wrote the page; its stores are fenced before the unpin. Read-only
-    // accesses skip the fence: __syncwarp orders every lane's loads before the leader's
-    // release of the pin, and a device-wide fence would also wait for the counter atomics.
-    __device__ void warp_release(std::uint64_t page, bool wrote = true) const {
+    // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:
+    // __syncwarp orders every lane's loads before the leader's release of the pin, and a
+    // device-wide fence would also wait for the counter atomics.
+    __device__ void warp_release(const PageRef<T>& r) const {
         WarpGroup g = WarpGroup::self();
-        if (wrote) __threadfence();
-        release(view_, page, g);
+        if (r.write) __threadfence();
+        release(view_, r.page, g, reinterpret_cast<const std::byte*>(r.data), r.write);
     }
 
     // One thread, any control flow: reads element i. With at least as many frames as pages a hit is
@@ -151,9 +153,9 @@ public:
         }
         LoneThread g = LoneThread::self();
         DeviceMover m = mover_;
-        const T* p = reinterpret_cast<const T*>(acquire(view_, page, false, g, m));
-        T x = load_cg(p + i % per_page());
-        release(view_, page, g);
+        const std::byte* p = acquire(view_, page, false, g, m);
+        T x = load_cg(reinterpret_cast<const T*>(p) + i % per_page());
+        release(view_, page, g, p, false);
         return x;
     }
 

@@ -54,7 +54,7 @@ HostPager::HostPager(const Config& cfg, std::byte* data)
 HostPager::Access HostPager::access(std::uint64_t page, bool write) noexcept {
     ThreadGroup g = ThreadGroup::current();
     CpuMover m;
-    return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m));
+    return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m), write);
 }
 
 void HostPager::flush() noexcept {

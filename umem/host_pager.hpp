@@ -55,16 +55,16 @@ struct CpuMover {
 // One pinned page: its data stays where `data()` points until the PinnedPage ends (RAII).
 class PinnedPage {
 public:
-    PinnedPage(const PagerView* v, std::uint64_t page, std::byte* data) noexcept
-        : view_(v), page_(page), data_(data), bytes_(v->page_bytes(page)) {}
+    PinnedPage(const PagerView* v, std::uint64_t page, std::byte* data, bool write) noexcept
+        : view_(v), page_(page), data_(data), bytes_(v->page_bytes(page)), write_(write) {}
     PinnedPage(PinnedPage&& o) noexcept
-        : view_(o.view_), page_(o.page_), data_(std::exchange(o.data_, nullptr)), bytes_(o.bytes_) {}
+        : view_(o.view_), page_(o.page_), data_(std::exchange(o.data_, nullptr)), bytes_(o.bytes_), write_(o.write_) {}
     PinnedPage& operator=(PinnedPage&&) = delete;
     PinnedPage(const PinnedPage&) = delete;
     ~PinnedPage() {
         if (data_ == nullptr) return;
         ThreadGroup g{0};
-        release(*view_, page_, g);
+        release(*view_, page_, g, data_, write_);
     }
 
     std::byte* data() const noexcept { return data_; }
@@ -75,6 +75,7 @@ private:
     std::uint64_t page_;
     std::byte* data_;
     std::uint32_t bytes_;
+    bool write_;
 };
 
 class HostPager {

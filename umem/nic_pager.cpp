@@ -146,7 +146,7 @@ unsigned NicPager::queue_of_this_thread() noexcept {
 NicPager::Access NicPager::access(std::uint64_t page, bool write) noexcept {
     ThreadGroup g = ThreadGroup::current();
     NicMover<CpuMover> m{&engine_, queue_of_this_thread(), {}};
-    return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m));
+    return Access(&tables_.view(), page, acquire(tables_.view(), page, write, g, m), write);
 }
 
 void NicPager::flush() noexcept {

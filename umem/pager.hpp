@@ -206,6 +206,30 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
     return {Pte::max_frames, no_page, false};
 }
 
+// A writer in place counts itself in the writers field while the page is in host memory, which
+// keeps it from migrating under the write. False: the page is no longer in host memory (or already
+// has Pte::max_writers writers); wait and look again.
+UMEM_HD inline bool begin_write_in_place(std::uint64_t* slot) {
+    Pte e{atom::load(slot)};
+    while (e.state() == PageState::host && e.writers() < Pte::max_writers)
+        if (atom::cas(slot, e.word, e.word + Pte::writer_one)) return true;
+    return false;
+}
+
+// A page in host memory migrates when no writer writes it in place; readers in place keep their
+// pins through the migration (their pins then keep the frame from being evicted and written back
+// while they still read host memory), so a hot page that threads keep reading in place still
+// migrates. A few CAS attempts: other readers pinning change the word under us.
+UMEM_HD inline bool begin_migration(std::uint64_t* slot, Pte e) {
+    for (int attempt = 0; attempt < 4 && e.state() == PageState::host && e.writers() == 0; ++attempt) {
+        // Our own pin (in e) is dropped: finish_fill gives the filler the pin it needs.
+        std::uint64_t next = ((e.word & (Pte::touched | Pte::pin_mask)) - Pte::pin_one) |
+                             static_cast<std::uint64_t>(PageState::migrating);
+        if (atom::cas(slot, e.word, next)) return true;
+    }
+    return false;
+}
+
 // Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
 UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard) {
     assert(page < v.pages && "umem: access beyond the end of the array");
@@ -237,19 +261,21 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
         }
         case PageState::host: {
             v.count(shard, c_faults);
-            if (!admit(v, page, e)) {
-                if (v.admission == Admission::second_touch) atom::fetch_or(slot, Pte::touched);
-                v.count(shard, c_read_through);
-                return {Step::host, 0, no_page, 0};  // pinned: the host copy stays authoritative
+            e.word += Pte::pin_one;  // the word as our pin left it
+            if (admit(v, page, e)) {
+                if (begin_migration(slot, e)) {
+                    Claim c = claim_frame(v, shard);
+                    if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
+                    // No frame: back to host (migrating 1 -> host 0) with our pin again; read in place.
+                    atom::fetch_add(slot, Pte::pin_one - 1);
+                }
+            } else if (v.admission == Admission::second_touch) {
+                atom::fetch_or(slot, Pte::touched);
             }
-            // Only an unpinned page migrates (our own pin is the +pin_one); else read through now.
-            std::uint64_t expected = e.word + Pte::pin_one;
-            if (e.pins() == 0 &&
-                atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating))) {
-                Claim c = claim_frame(v, shard);
-                if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
-                // No frame: back to host (migrating 1 -> host 0) keeping a pin, and read through.
-                atom::fetch_add(slot, Pte::pin_one - 1);
+            if (write) {  // in place: counted as a writer instead of a reader
+                bool in_place = begin_write_in_place(slot);
+                atom::fetch_sub(slot, Pte::pin_one);
+                if (!in_place) return {Step::wait, 0, no_page, 0};
             }
             v.count(shard, c_read_through);
             return {Step::host, 0, no_page, 0};
@@ -284,11 +310,11 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
     v.count(shard, c_bytes_in, v.page_bytes(page));
 }
 
-// Hits take no pin when nothing is ever evicted (begin_access, finish_fill): only a page still in
-// host memory holds this access's pin then, and it cannot have migrated while pinned.
-UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page) {
-    if (v.never_evicts() && Pte{atom::load(&v.pte[page])}.state() == PageState::resident) return;
-    atom::fetch_sub(&v.pte[page], Pte::pin_one);
+// What an access holds until release(): `data` is what acquire() returned. In host memory a
+// reader holds a pin and a writer a writer count; in a frame a pin, unless nothing is ever evicted.
+UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const std::byte* data, bool write) {
+    if (data == v.host_page(page)) return write ? Pte::writer_one : Pte::pin_one;
+    return v.never_evicts() ? 0 : Pte::pin_one;
 }
 
 // With at least as many frames as pages a resident page never moves, so reading it needs no pin:
@@ -310,7 +336,7 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
     std::uint64_t* slot = &v.pte[page];
     std::uint64_t expected = atom::load(slot);
     Pte e{expected};
-    if (e.state() != PageState::host || e.pins() != 0) return {Step::wait, 0, no_page, 0};
+    if (e.state() != PageState::host || e.pins() != 0 || e.writers() != 0) return {Step::wait, 0, no_page, 0};
     if (!atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating)))
         return {Step::wait, 0, no_page, 0};
     Claim c = claim_frame(v, shard);
@@ -324,7 +350,7 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
 // The access driver: one group (a CPU thread, a GPU warp) takes a page for reading or writing.
 // Group: lane(), leader(), sync(), broadcast(uint32 from the leader), shard().
 // Mover: to_frame(group, dst, src, bytes) and to_host(group, dst, src, bytes); all lanes call them.
-// Returns the page's data (frame or host) pinned; the caller ends with release().
+// Returns the page's data (frame or host), held as held() says; the caller ends with release().
 template <class Group, class Mover>
 UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m) {
     unsigned shard = g.shard();
@@ -379,11 +405,14 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
     }
 }
 
-// Ends an access: every lane's reads and writes of the data happen before the pin is dropped.
+// Ends an access (`data` and `write` as acquire() had them): every lane's reads and writes of the
+// data happen before the pin is dropped.
 template <class Group>
-UMEM_HD inline void release(const PagerView& v, std::uint64_t page, Group& g) {
+UMEM_HD inline void release(const PagerView& v, std::uint64_t page, Group& g, const std::byte* data, bool write) {
     g.sync();
-    if (g.leader()) end_access(v, page);
+    if (!g.leader()) return;
+    std::uint64_t h = held(v, page, data, write);
+    if (h != 0) atom::fetch_sub(&v.pte[page], h);
 }
 
 // Writes every dirty resident frame back to host memory with the group's mover and clears its dirty

@@ -33,16 +33,26 @@ struct Pte {
     static constexpr unsigned hits_shift = 5;
     static constexpr std::uint32_t max_hits = 7;
     static constexpr std::uint64_t hits_mask = 0x7full << hits_shift;
-    static constexpr unsigned pin_shift = 12;  // bits 12-31: accessors using the data now (up to 1M)
+    // Bits 12-31: accessors using the data now (up to 1M), in a frame or reading host memory in
+    // place. A pin keeps a resident page in its frame; it does not keep a host page from migrating.
+    static constexpr unsigned pin_shift = 12;
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
     static constexpr std::uint64_t pin_mask = 0xfffffull << pin_shift;
-    static constexpr unsigned frame_shift = 32;  // bits 32-63: frame, when resident/evicting
-    static constexpr std::uint64_t frame_mask = 0xffffffffull << frame_shift;
-    static constexpr std::uint32_t max_frames = 0xffffffffu;
+    // Bits 32-35: accessors writing host memory in place (up to 15): they keep the page from migrating.
+    static constexpr unsigned writer_shift = 32;
+    static constexpr std::uint64_t writer_one = 1ull << writer_shift;
+    static constexpr std::uint64_t writer_mask = 0xfull << writer_shift;
+    static constexpr std::uint32_t max_writers = 15;
+    static constexpr unsigned frame_shift = 36;  // bits 36-63: frame, when resident/evicting
+    static constexpr std::uint64_t frame_mask = 0xfffffffull << frame_shift;
+    static constexpr std::uint32_t max_frames = 0xfffffffu;
 
     UMEM_HD constexpr PageState state() const { return static_cast<PageState>(word & state_mask); }
     UMEM_HD constexpr std::uint32_t frame() const { return static_cast<std::uint32_t>(word >> frame_shift); }
     UMEM_HD constexpr std::uint32_t pins() const { return static_cast<std::uint32_t>((word & pin_mask) >> pin_shift); }
+    UMEM_HD constexpr std::uint32_t writers() const {
+        return static_cast<std::uint32_t>((word & writer_mask) >> writer_shift);
+    }
     UMEM_HD constexpr std::uint32_t hits() const {
         std::uint64_t h = (word & hits_mask) >> hits_shift;  // 0, 1, 11, 111, ...: count the ones
         std::uint32_t n = 0;
@@ -57,12 +67,14 @@ struct Pte {
 // The fields must not overlap and must fill exactly one 64-bit word: a GPU kernel and the host
 // read the same bytes, and single 64-bit atomics must cover the whole entry.
 static_assert(sizeof(Pte) == 8 && alignof(Pte) == 8, "a PTE is one atomically updated 64-bit word");
-static_assert((Pte::state_mask &
-               (Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask | Pte::pin_mask | Pte::frame_mask)) == 0);
+static_assert((Pte::state_mask & (Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask | Pte::pin_mask |
+                                  Pte::writer_mask | Pte::frame_mask)) == 0);
 static_assert(((Pte::dirty | Pte::referenced | Pte::touched) & Pte::hits_mask) == 0);
-static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask) & (Pte::pin_mask | Pte::frame_mask)) ==
-              0);
-static_assert((Pte::pin_mask & Pte::frame_mask) == 0);
+static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask) &
+               (Pte::pin_mask | Pte::writer_mask | Pte::frame_mask)) == 0);
+static_assert((Pte::pin_mask & Pte::writer_mask) == 0 && ((Pte::pin_mask | Pte::writer_mask) & Pte::frame_mask) == 0);
+static_assert((Pte::pin_mask >> Pte::pin_shift) + 1 == 1u << 20 &&
+              Pte::writer_mask >> Pte::writer_shift == Pte::max_writers);
 static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);
 
 }  // namespace bardrive::umem

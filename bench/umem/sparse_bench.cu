@@ -166,7 +166,7 @@ struct Direct {
     __device__ Word* acquire(std::uint64_t page, bool, std::uint32_t, std::uint32_t) const {
         return base + page * kPageWords;
     }
-    __device__ void release(std::uint64_t, bool) const {}
+    __device__ void release(std::uint64_t, Word*, bool) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
 };
 
@@ -177,7 +177,7 @@ struct Paged {
     __device__ Word* acquire(std::uint64_t page, bool write, std::uint32_t, std::uint32_t) const {
         return a.warp_acquire(page, write).data;
     }
-    __device__ void release(std::uint64_t page, bool wrote) const { a.warp_release(page, wrote); }
+    __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
 };
 
@@ -194,7 +194,7 @@ __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n,
         Word* p = src.acquire(page, write, first, count);
 #pragma unroll 4
         for (std::uint32_t k = first + lane; k < first + count; k += 32) f(p + k);
-        src.release(page, write);
+        src.release(page, p, write);
         w = stop;
     }
 }

@@ -43,7 +43,7 @@ struct Direct {
     const std::byte* base;
     __device__ std::uint64_t page_bytes() const { return kPage; }
     __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
-    __device__ void release(std::uint64_t) const {}
+    __device__ void release(std::uint64_t, const std::byte*) const {}
 };
 
 // Through umem's page table.
@@ -53,7 +53,9 @@ struct Paged {
     __device__ const std::byte* acquire(std::uint64_t page) const {
         return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
     }
-    __device__ void release(std::uint64_t page) const { a.warp_release(page, false); }
+    __device__ void release(std::uint64_t page, const std::byte* p) const {
+        a.warp_release({reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(p)), 0, page, false});
+    }
 };
 
 __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
@@ -75,7 +77,7 @@ __device__ inline std::uint64_t lane_page_sum(const Src& src, std::uint64_t page
 #pragma unroll
     for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
     std::uint64_t s = sum8(x);
-    src.release(page);
+    src.release(page, p);
     return s;
 }
 
@@ -104,7 +106,7 @@ __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
     std::uint64_t page = v / per_page;
     const std::byte* p = row.acquire(page);
     std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % per_page);
-    row.release(page);
+    row.release(page, p);
     return x;
 }
 
@@ -124,7 +126,7 @@ __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std:
                 std::uint32_t u = load_cg(p + k % per_page);
                 if (atomicCAS(&level[u], -1, depth) == -1) next[atomicAdd(next_size, 1u)] = u;
             }
-            col.release(page);
+            col.release(page, reinterpret_cast<const std::byte*>(p));
             e = stop;
         }
     }

@@ -36,7 +36,7 @@ __global__ void mixed_kernel(Array<std::uint64_t> a, std::uint64_t pages, std::u
         unsigned wrong = 0;
         for (std::uint64_t w = lane; w < kPattern; w += 32) wrong += load_cg(r.data + w) != page * kWords + w;
         if (write && lane == 0) r.data[kPattern + warp] = load_cg(r.data + kPattern + warp) + 1;
-        a.warp_release(page, write);
+        a.warp_release(r);
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
     }
@@ -72,12 +72,12 @@ __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::u
         std::uint64_t page = block * rows_per_block + rr;
         PageRef<std::uint64_t> r = a.warp_acquire(page, false);
         unsigned wrong = load_cg(r.data + lane) != page * kRowWords + lane;
-        a.warp_release(page, false);
+        a.warp_release(r);
         if (i % 2 == 1) {
             page = block * rows_per_block + wr;
             r = a.warp_acquire(page, true);
             atomicAdd(reinterpret_cast<unsigned long long*>(r.data + lane), 1ull);
-            a.warp_release(page, true);
+            a.warp_release(r);
         }
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));

@@ -78,7 +78,7 @@ __global__ void nic_warps_kernel(PagerView v, NicEngineView e, std::uint32_t ops
         for (std::uint64_t w = g.lane; w < 256; w += 32) wrong += load_cg(p + w) != page * kWords + w;
         if (write && g.leader()) p[256 + warp] = load_cg(p + 256 + warp) + 1;
         if (write) __threadfence_system();
-        release(v, page, g);
+        release(v, page, g, reinterpret_cast<std::byte*>(p), write);
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (g.leader() && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
     }

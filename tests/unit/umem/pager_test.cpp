@@ -53,9 +53,10 @@ TEST_CASE("PTE transitions keep every field in its bits") {
     CHECK(e.state() == PageState::host);
     e.word += Pte::pin_one * 3;
     e.word |= static_cast<std::uint64_t>(PageState::migrating);
-    e.word += 1 + (std::uint64_t{0xabcdef12} << Pte::frame_shift) + Pte::dirty;
+    e.word += 1 + (std::uint64_t{0xbcdef12} << Pte::frame_shift) + Pte::dirty + 2 * Pte::writer_one;
     CHECK(e.state() == PageState::resident);
-    CHECK(e.frame() == 0xabcdef12u);
+    CHECK(e.frame() == 0xbcdef12u);
+    CHECK(e.writers() == 2);
     CHECK(e.pins() == 3);
     CHECK(e.is(Pte::dirty));
     CHECK_FALSE(e.is(Pte::referenced));
@@ -201,11 +202,43 @@ TEST_CASE("no pin on a hit when every page has a frame of its own, a pin when no
     {
         HostPager p(config(4, 4, Admission::read_through), bytes(d));
         auto a = p.access(2, false);
-        CHECK(Pte{p.view().pte[2]}.pins() == 1);  // in host memory: the pin keeps it from migrating
+        CHECK(Pte{p.view().pte[2]}.pins() == 1);  // a reader in host memory: pinned, not a writer
+        CHECK(Pte{p.view().pte[2]}.writers() == 0);
+        auto w = p.access(2, true);
+        CHECK(Pte{p.view().pte[2]}.pins() == 1);
+        CHECK(Pte{p.view().pte[2]}.writers() == 1);  // a writer in place: the page must not migrate under it
     }
     HostPager p(config(4, 4, Admission::read_through), bytes(d));
-    { auto a = p.access(2, false); }
+    {
+        auto a = p.access(2, true);
+        auto b = p.access(2, false);
+    }
     CHECK(Pte{p.view().pte[2]}.pins() == 0);
+    CHECK(Pte{p.view().pte[2]}.writers() == 0);
+}
+
+TEST_CASE("a page read in place by others still migrates; one written in place does not") {
+    // Second touch: the first access reads through, the second migrates. Readers in host memory
+    // hold no pin, so a hot page that is always being read in place is not kept out of the pool.
+    std::vector<std::uint64_t> d = numbered(4);
+    HostPager p(config(4, 4, Admission::second_touch), bytes(d));
+    auto reader = p.access(1, false);
+    REQUIRE(reader.data() == bytes(d) + kPage);
+    {
+        auto b = p.access(1, false);
+        CHECK(b.data() != bytes(d) + kPage);
+        CHECK(word(b, 4) == kWords + 4);
+    }
+    CHECK(p.state(1) == PageState::resident);
+    CHECK(Pte{p.view().pte[1]}.pins() == 1);  // the reader's pin moved with the page: no eviction under it
+    CHECK(word(reader, 4) == kWords + 4);     // host memory still holds the page for its reader
+    auto writer = p.access(2, true);
+    REQUIRE(writer.data() == bytes(d) + 2 * kPage);
+    {
+        auto b = p.access(2, false);
+        CHECK(b.data() == bytes(d) + 2 * kPage);  // pinned by the writer: read in place too
+    }
+    CHECK(p.state(2) == PageState::host);
 }
 
 TEST_CASE("threads reading single elements (GPU get()'s path) see every value, pool ample or small") {
@@ -231,7 +264,7 @@ TEST_CASE("threads reading single elements (GPU get()'s path) see every value, p
                     } else {
                         const std::byte* q = acquire(v, page, false, g, m);
                         std::memcpy(&x, q + w * 8, 8);
-                        release(v, page, g);
+                        release(v, page, g, q, false);
                     }
                     bad[t] += x != page * kWords + w;
                 }
