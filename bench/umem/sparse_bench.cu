@@ -587,49 +587,7 @@ private:
                 after);
         };
         run(new_row("lookups", "zero-copy", "-", useful), Direct{words()}, none);
-        if (table_bytes_ + (256ull << 20) <= free_gpu_bytes()) {
-            DeviceBuf<Word> dev(table_bytes_ / 8);
-            double copy = ev_.time_ms(
-                [&] { ck(cudaMemcpy(dev.p, data_->p, table_bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
-            Row r = new_row("lookups", "device memory", "-", useful);
-            r.extra_ms = copy;
-            r.note = log::concat("cudaMemcpy of the table first: ", num(copy), " ms (",
-                                 num(double(table_bytes_) / (copy * 1e6)), " GB/s), not in the batch times; ");
-            run(std::move(r), Direct{dev.p}, none);
-        } else {
-            note(log::concat("lookups, device memory: skipped, the table (", table_bytes_ >> 20,
-                             " MiB) does not fit in free GPU memory (", free_gpu_bytes() >> 20, " MiB)"));
-        }
-        std::string why;
-        if (!opt_.uvm) {
-            note("lookups, UVM: skipped (--no-uvm)");
-        } else if (!Managed::fits(table_bytes_, why)) {
-            note("lookups, UVM: skipped, " + why);
-        } else {
-            Managed m(table_bytes_);
-            auto t0 = std::chrono::steady_clock::now();
-            parallel_for(table_bytes_ / kPage, [&](std::uint64_t pg) {
-                for (std::uint64_t k = pg * kPageWords; k < (pg + 1) * kPageWords; ++k) m.p[k] = mix(k);
-            });
-            Row r = new_row("lookups", "UVM", "-", useful);
-            r.note = log::concat("managed memory written on the host in ", num(seconds_since(t0), "%.1f"), " s; ");
-            run(std::move(r), Direct{m.p}, none);
-        }
-        for (double pct : opt_.pools)
-            for (Variant adm : admissions()) {
-                std::unique_ptr<GpuPager> pager;
-                try {
-                    pager =
-                        std::make_unique<GpuPager>(pager_config(table_bytes_, pct, adm), data_->p, Engine::gpu_threads);
-                } catch (const Error& e) {
-                    note(log::concat("lookups, ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
-                    continue;
-                }
-                Paged src{Array<Word>(pager->view(), pager->ring())};
-                Row r = new_row("lookups", umem_label(adm), pool_name(pct), useful);
-                run(std::move(r), src, [&](unsigned) { return stats_note(pager->stats()); });
-                results.back().note += short_stats(pager->stats());
-            }
+        each_method("lookups", "table", table_bytes_, useful, run);
     }
 
     // Every word of the table against mix(i) plus the deltas its row received; each word is put
@@ -757,45 +715,53 @@ private:
                 [&](unsigned p) { elements_kernel<<<blocks, 256>>>(src, didx[p]->p, threads, sums.p); }, check, after);
         };
         run(new_row("elements", "zero-copy", "-", useful), Direct{words()}, none);
-        if (elem_bytes_ + (256ull << 20) <= free_gpu_bytes()) {
-            DeviceBuf<Word> dev(elems_);
-            double copy = ev_.time_ms(
-                [&] { ck(cudaMemcpy(dev.p, data_->p, elem_bytes_, cudaMemcpyHostToDevice), "cudaMemcpy"); });
-            Row r = new_row("elements", "device memory", "-", useful);
+        each_method("elements", "array", elem_bytes_, useful, run);
+    }
+
+    // The methods every read workload compares after zero-copy: device memory (the data copied
+    // first), UVM, and umem at each pool and variant. `run(row, source, after)` times one.
+    template <class Run>
+    void each_method(const char* workload, const char* data, std::uint64_t bytes, double useful, Run run) {
+        auto none = [](unsigned) { return std::string(); };
+        if (bytes + (256ull << 20) <= free_gpu_bytes()) {
+            DeviceBuf<Word> dev(bytes / 8);
+            double copy =
+                ev_.time_ms([&] { ck(cudaMemcpy(dev.p, data_->p, bytes, cudaMemcpyHostToDevice), "cudaMemcpy"); });
+            Row r = new_row(workload, "device memory", "-", useful);
             r.extra_ms = copy;
-            r.note = log::concat("cudaMemcpy of the array first: ", num(copy), " ms, not in the pass times; ");
+            r.note = log::concat("cudaMemcpy of the ", data, " first: ", num(copy), " ms (",
+                                 num(double(bytes) / (copy * 1e6)), " GB/s), not in the timed passes; ");
             run(std::move(r), Direct{dev.p}, none);
         } else {
-            note(log::concat("elements, device memory: skipped, the array (", elem_bytes_ >> 20,
+            note(log::concat(workload, ", device memory: skipped, the ", data, " (", bytes >> 20,
                              " MiB) does not fit in free GPU memory (", free_gpu_bytes() >> 20, " MiB)"));
         }
         std::string why;
         if (!opt_.uvm) {
-            note("elements, UVM: skipped (--no-uvm)");
-        } else if (!Managed::fits(elem_bytes_, why)) {
-            note("elements, UVM: skipped, " + why);
+            note(log::concat(workload, ", UVM: skipped (--no-uvm)"));
+        } else if (!Managed::fits(bytes, why)) {
+            note(log::concat(workload, ", UVM: skipped, ", why));
         } else {
-            Managed m(elem_bytes_);
-            auto t1 = std::chrono::steady_clock::now();
-            parallel_for(elem_bytes_ / kPage, [&](std::uint64_t pg) {
+            Managed m(bytes);
+            auto t0 = std::chrono::steady_clock::now();
+            parallel_for(bytes / kPage, [&](std::uint64_t pg) {
                 for (std::uint64_t k = pg * kPageWords; k < (pg + 1) * kPageWords; ++k) m.p[k] = mix(k);
             });
-            Row r = new_row("elements", "UVM", "-", useful);
-            r.note = log::concat("managed memory written on the host in ", num(seconds_since(t1), "%.1f"), " s; ");
+            Row r = new_row(workload, "UVM", "-", useful);
+            r.note = log::concat("managed memory written on the host in ", num(seconds_since(t0), "%.1f"), " s; ");
             run(std::move(r), Direct{m.p}, none);
         }
         for (double pct : opt_.pools)
             for (Variant adm : admissions()) {
                 std::unique_ptr<GpuPager> pager;
                 try {
-                    pager =
-                        std::make_unique<GpuPager>(pager_config(elem_bytes_, pct, adm), data_->p, Engine::gpu_threads);
+                    pager = std::make_unique<GpuPager>(pager_config(bytes, pct, adm), data_->p, Engine::gpu_threads);
                 } catch (const Error& e) {
-                    note(log::concat("elements, ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
+                    note(log::concat(workload, ", ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
                     continue;
                 }
                 Paged src{Array<Word>(pager->view(), pager->ring())};
-                run(new_row("elements", umem_label(adm), pool_name(pct), useful), src,
+                run(new_row(workload, umem_label(adm), pool_name(pct), useful), src,
                     [&](unsigned) { return stats_note(pager->stats()); });
                 results.back().note += short_stats(pager->stats());
             }
