@@ -28,16 +28,19 @@ struct WarpGroup {
     __device__ unsigned size() const { return 32; }
 };
 
-// One thread alone (divergent code): same protocol, copies done by the thread itself.
-struct LoneThread {
-    unsigned shard_;
-    __device__ static LoneThread self() { return {blockIdx.x * blockDim.x + threadIdx.x}; }
-    __device__ bool leader() const { return true; }
-    __device__ void sync() const {}
-    __device__ std::uint32_t broadcast(std::uint32_t x) const { return x; }
-    __device__ unsigned shard() const { return shard_ >> 5; }
-    __device__ unsigned size() const { return 1; }
-    unsigned lane = 0;
+// The threads of a warp that reach a point together (divergent code: an __activemask()), as a
+// group that copies together; lane is the rank in the mask.
+struct MaskGroup {
+    unsigned mask;
+    unsigned lane;
+    unsigned size_;
+    __device__ static MaskGroup of(unsigned mask) {
+        unsigned me = threadIdx.x & 31u;
+        return {mask, static_cast<unsigned>(__popc(mask & ((1u << me) - 1u))), static_cast<unsigned>(__popc(mask))};
+    }
+    __device__ bool leader() const { return lane == 0; }
+    __device__ void sync() const { __syncwarp(mask); }
+    __device__ unsigned size() const { return size_; }
 };
 
 // Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
@@ -138,28 +141,71 @@ public:
     }
 
     // One thread, any control flow: reads element i. With at least as many frames as pages a hit is
-    // one load and the element's (find_resident), and one warp-aggregated hit count; else the thread
-    // runs the protocol alone (pins, fills the page by itself on a miss, unpins): choose a page the
-    // size of what one thread reads together (umem/README.md).
+    // one load and the element's (find_resident), and one warp-aggregated hit count. Otherwise the
+    // threads of the warp that got here together each run the protocol for their own page, and copy
+    // together every page one of them must fill (alone, a thread would need 32 round trips for 4 KiB).
     __device__ T get(std::uint64_t i) const {
         assert(i < size() && "umem: element index beyond the array");
-        std::uint64_t page = page_of(i);
+        const std::uint64_t page = page_of(i), at = i % per_page();
+        const unsigned shard = WarpGroup::self().shard();
         if (const std::byte* f = find_resident(view_, page)) {
-            T x = load_cg(reinterpret_cast<const T*>(f) + i % per_page());
+            T x = load_cg(reinterpret_cast<const T*>(f) + at);
             unsigned together = __activemask();
             if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(static_cast<int>(together)) - 1))
-                view_.count(LoneThread::self().shard(), c_hits, static_cast<std::uint64_t>(__popc(together)));
+                view_.count(shard, c_hits, static_cast<std::uint64_t>(__popc(together)));
             return x;
         }
-        LoneThread g = LoneThread::self();
+        const unsigned mask = __activemask(), me = threadIdx.x & 31u;
+        MaskGroup all = MaskGroup::of(mask);
         DeviceMover m = mover_;
-        const std::byte* p = acquire(view_, page, false, g, m);
-        T x = load_cg(reinterpret_cast<const T*>(p) + i % per_page());
-        release(view_, page, g, p, false);
+        T x{};
+        bool done = false, waited = false;
+        while (__any_sync(mask, !done)) {
+            Step s{Step::wait, 0, no_page, 0};
+            if (!done) s = begin_access(view_, page, false, shard);
+            if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
+                const std::byte* p = s.kind == Step::hit ? view_.frame_data(s.frame) : view_.host_page(page);
+                x = load_cg(reinterpret_cast<const T*>(p) + at);
+                end(page, p);
+                done = true;
+            }
+            for (unsigned fillers = __ballot_sync(mask, !done && s.kind == Step::fill); fillers != 0;
+                 fillers &= fillers - 1) {
+                const int f = __ffs(static_cast<int>(fillers)) - 1;
+                const std::uint64_t fpage = __shfl_sync(mask, page, f);
+                const std::uint32_t victim = __shfl_sync(mask, s.victim, f);
+                const std::uint32_t dirty = __shfl_sync(mask, s.victim_dirty, f);
+                std::byte* frame = view_.frame_data(__shfl_sync(mask, s.frame, f));
+                if (victim != no_page) {
+                    if (dirty) m.to_host(all, view_.host_page(victim), frame, view_.page_bytes(victim));
+                    all.sync();
+                    if (me == static_cast<unsigned>(f)) finish_eviction(view_, victim, dirty != 0, shard);
+                }
+                m.to_frame(all, frame, view_.host_page(fpage), view_.page_bytes(fpage));
+                all.sync();
+                if (me == static_cast<unsigned>(f)) {
+                    finish_fill(view_, page, s.frame, false, true, shard);
+                    x = load_cg(reinterpret_cast<const T*>(frame) + at);
+                    end(page, frame);
+                    done = true;
+                }
+            }
+            if (!done && s.kind == Step::wait) {
+                if (!waited) view_.count(shard, c_waits);
+                waited = true;
+                atom::backoff();
+            }
+        }
         return x;
     }
 
 private:
+    // A read access of one thread ends: drop what it holds (pager.hpp's held()).
+    __device__ void end(std::uint64_t page, const std::byte* data) const {
+        std::uint64_t h = held(view_, page, data, false);
+        if (h != 0) atom::fetch_sub(&view_.pte[page], h);
+    }
+
     PagerView view_;
     DeviceMover mover_;
 };
