@@ -41,6 +41,7 @@ struct MaskGroup {
     __device__ bool leader() const { return lane == 0; }
     __device__ void sync() const { __syncwarp(mask); }
     __device__ unsigned size() const { return size_; }
+    __device__ unsigned shard() const { return WarpGroup::self().shard(); }
 };
 
 // Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
@@ -166,27 +167,19 @@ public:
             if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
                 const std::byte* p = s.kind == Step::hit ? view_.frame_data(s.frame) : view_.host_page(page);
                 x = load_cg(reinterpret_cast<const T*>(p) + at);
-                end(page, p);
+                end_access(view_, page, p, false);
                 done = true;
             }
             for (unsigned fillers = __ballot_sync(mask, !done && s.kind == Step::fill); fillers != 0;
                  fillers &= fillers - 1) {
                 const int f = __ffs(static_cast<int>(fillers)) - 1;
-                const std::uint64_t fpage = __shfl_sync(mask, page, f);
-                const std::uint32_t victim = __shfl_sync(mask, s.victim, f);
-                const std::uint32_t dirty = __shfl_sync(mask, s.victim_dirty, f);
-                std::byte* frame = view_.frame_data(__shfl_sync(mask, s.frame, f));
-                if (victim != no_page) {
-                    if (dirty) m.to_host(all, view_.host_page(victim), frame, view_.page_bytes(victim));
-                    all.sync();
-                    if (me == static_cast<unsigned>(f)) finish_eviction(view_, victim, dirty != 0, shard);
-                }
-                m.to_frame(all, frame, view_.host_page(fpage), view_.page_bytes(fpage));
-                all.sync();
-                if (me == static_cast<unsigned>(f)) {
-                    finish_fill(view_, page, s.frame, false, true, shard);
+                const bool mine = me == static_cast<unsigned>(f);
+                const Step fs{Step::fill, __shfl_sync(mask, s.frame, f), __shfl_sync(mask, s.victim, f),
+                              __shfl_sync(mask, s.victim_dirty, f)};
+                const std::byte* frame = fill_frame(view_, __shfl_sync(mask, page, f), fs, false, true, mine, all, m);
+                if (mine) {
                     x = load_cg(reinterpret_cast<const T*>(frame) + at);
-                    end(page, frame);
+                    end_access(view_, page, frame, false);
                     done = true;
                 }
             }
@@ -200,12 +193,6 @@ public:
     }
 
 private:
-    // A read access of one thread ends: drop what it holds (pager.hpp's held()).
-    __device__ void end(std::uint64_t page, const std::byte* data) const {
-        std::uint64_t h = held(view_, page, data, false);
-        if (h != 0) atom::fetch_sub(&view_.pte[page], h);
-    }
-
     PagerView view_;
     DeviceMover mover_;
 };

@@ -6,10 +6,11 @@
 // leader and broadcast.
 //
 // Rules that make it safe without locks:
-//  - An accessor pins the page (pin count in the PTE) for as long as it touches the data. A pin
-//    on a host page keeps it from migrating (so host writes are not lost); a pin on a resident
-//    page keeps its frame from being evicted.
-//  - Only a page with no pins changes host -> migrating or resident -> evicting (one CAS).
+//  - An accessor pins the page (pin count in the PTE) for as long as it touches the data; a pin
+//    keeps a resident page's frame from being evicted. A writer in host memory counts as a writer
+//    instead, which keeps the page from migrating (so host writes are not lost).
+//  - Only a page with no writers changes host -> migrating (readers' pins move with it), and only
+//    a page with no pins changes resident -> evicting (one CAS each).
 //  - A filler never waits: when no frame can be evicted (all pinned or in flight) it gives the
 //    page back and the access reads through host memory. So frame exhaustion cannot deadlock.
 //  - With at least as many frames as pages nothing is ever evicted, so hits take no pin.
@@ -347,6 +348,24 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
     return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
 }
 
+// A fill the whole group carries out (every lane knows `s`): the victim's frame written back when
+// dirty and the victim made host, then the page copied in and published; `finisher` is the one lane
+// that updates the page table (the filler). Returns the frame's data.
+template <class Group, class Mover>
+UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, const Step& s, bool write, bool demand,
+                                     bool finisher, Group& g, Mover& m) {
+    std::byte* frame = v.frame_data(s.frame);
+    if (s.victim != no_page) {
+        if (s.victim_dirty) m.to_host(g, v.host_page(s.victim), frame, v.page_bytes(s.victim));
+        g.sync();
+        if (finisher) finish_eviction(v, s.victim, s.victim_dirty != 0, g.shard());
+    }
+    m.to_frame(g, frame, v.host_page(page), v.page_bytes(page));
+    g.sync();
+    if (finisher) finish_fill(v, page, s.frame, write, demand, g.shard());
+    return frame;
+}
+
 // The access driver: one group (a CPU thread, a GPU warp) takes a page for reading or writing.
 // Group: lane(), leader(), sync(), broadcast(uint32 from the leader), shard().
 // Mover: to_frame(group, dst, src, bytes) and to_host(group, dst, src, bytes); all lanes call them.
@@ -370,15 +389,7 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
         }
         s.victim = g.broadcast(s.victim);
         s.victim_dirty = g.broadcast(s.victim_dirty);
-        std::byte* frame = v.frame_data(s.frame);
-        if (s.victim != no_page) {
-            if (s.victim_dirty) m.to_host(g, v.host_page(s.victim), frame, v.page_bytes(s.victim));
-            g.sync();
-            if (g.leader()) finish_eviction(v, s.victim, s.victim_dirty != 0, shard);
-        }
-        m.to_frame(g, frame, v.host_page(page), v.page_bytes(page));
-        g.sync();
-        if (g.leader()) finish_fill(v, page, s.frame, write, true, shard);
+        std::byte* frame = fill_frame(v, page, s, write, true, g.leader(), g, m);
         // Prefetch the next pages of a sequential stream while this one is already usable.
         std::uint32_t depth = 0;
         if (g.leader() && stream_detected(v, page)) depth = v.prefetch_depth;
@@ -391,28 +402,24 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
             p.frame = g.broadcast(p.frame);
             p.victim = g.broadcast(p.victim);
             p.victim_dirty = g.broadcast(p.victim_dirty);
-            std::byte* pf = v.frame_data(p.frame);
-            if (p.victim != no_page) {
-                if (p.victim_dirty) m.to_host(g, v.host_page(p.victim), pf, v.page_bytes(p.victim));
-                g.sync();
-                if (g.leader()) finish_eviction(v, p.victim, p.victim_dirty != 0, shard);
-            }
-            m.to_frame(g, pf, v.host_page(q), v.page_bytes(q));
-            g.sync();
-            if (g.leader()) finish_fill(v, q, p.frame, false, false, shard);
+            fill_frame(v, q, p, false, false, g.leader(), g, m);
         }
         return frame;
     }
 }
 
-// Ends an access (`data` and `write` as acquire() had them): every lane's reads and writes of the
-// data happen before the pin is dropped.
+// Drops what an access holds (`data` and `write` as acquire() had them; held()).
+UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page, const std::byte* data, bool write) {
+    std::uint64_t h = held(v, page, data, write);
+    if (h != 0) atom::fetch_sub(&v.pte[page], h);
+}
+
+// Ends a group's access: every lane's reads and writes of the data happen before what it holds is
+// dropped.
 template <class Group>
 UMEM_HD inline void release(const PagerView& v, std::uint64_t page, Group& g, const std::byte* data, bool write) {
     g.sync();
-    if (!g.leader()) return;
-    std::uint64_t h = held(v, page, data, write);
-    if (h != 0) atom::fetch_sub(&v.pte[page], h);
+    if (g.leader()) end_access(v, page, data, write);
 }
 
 // Writes every dirty resident frame back to host memory with the group's mover and clears its dirty

@@ -163,9 +163,7 @@ std::uint64_t parallel_sum(std::uint64_t n, F f) {
 struct Direct {
     Word* base;
     __device__ std::uint64_t page_words() const { return kPageWords; }
-    __device__ Word* acquire(std::uint64_t page, bool, std::uint32_t, std::uint32_t) const {
-        return base + page * kPageWords;
-    }
+    __device__ Word* acquire(std::uint64_t page, bool) const { return base + page * kPageWords; }
     __device__ void release(std::uint64_t, Word*, bool) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
 };
@@ -174,9 +172,7 @@ struct Direct {
 struct Paged {
     Array<Word> a;
     __device__ std::uint64_t page_words() const { return a.per_page(); }
-    __device__ Word* acquire(std::uint64_t page, bool write, std::uint32_t, std::uint32_t) const {
-        return a.warp_acquire(page, write).data;
-    }
+    __device__ Word* acquire(std::uint64_t page, bool write) const { return a.warp_acquire(page, write).data; }
     __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
 };
@@ -191,7 +187,7 @@ __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n,
         std::uint64_t page = w / per;
         std::uint64_t stop = end < (page + 1) * per ? end : (page + 1) * per;
         auto first = static_cast<std::uint32_t>(w % per), count = static_cast<std::uint32_t>(stop - w);
-        Word* p = src.acquire(page, write, first, count);
+        Word* p = src.acquire(page, write);
 #pragma unroll 4
         for (std::uint32_t k = first + lane; k < first + count; k += 32) f(p + k);
         src.release(page, p, write);
