@@ -227,6 +227,20 @@ void assemble(Topology& t, std::vector<std::optional<Bdf>> parents) {
     finish(t);
 }
 
+const char* nvlink_peer_name(NvLink::Peer p) {
+    switch (p) {
+        case NvLink::Peer::gpu:
+            return "gpu";
+        case NvLink::Peer::nvswitch:
+            return "nvswitch";
+        case NvLink::Peer::cpu:
+            return "cpu";
+        case NvLink::Peer::unknown:
+            return "unknown";
+    }
+    return "?";
+}
+
 const char* role_name(Role r) {
     switch (r) {
         case Role::root_port:

@@ -75,6 +75,16 @@ struct HostBridge {
     std::vector<std::size_t> children;  // devices on the root bus
 };
 
+// NVLink ports of one GPU that end at the same peer, as NVML or an NCCL topology file reports them.
+struct NvLink {
+    enum class Peer { gpu, nvswitch, cpu, unknown };  // cpu: an IBM POWER NPU
+    std::size_t gpu = 0;                              // index into Topology::devices
+    Peer peer_type = Peer::unknown;
+    std::optional<Bdf> peer;  // the peer's PCI address where reported (an NVSwitch's may not be in devices)
+    unsigned links = 0;       // how many of the GPU's links end there
+};
+const char* nvlink_peer_name(NvLink::Peer p);  // "gpu", "nvswitch", "cpu", "unknown"
+
 struct Topology {
     std::string source;  // "/sys", "snapshot FILE", "hwloc XML FILE"
     std::vector<HostBridge> host_bridges;
@@ -85,6 +95,8 @@ struct Topology {
     std::string cpu_vendor;       // "GenuineIntel", "AuthenticAMD"; empty when unknown
     int cpu_family = -1;
     std::vector<std::string> warnings;  // what could not be read, and where
+    std::vector<NvLink> nvlinks;        // by GPU; empty when none are known
+    std::string nvlink_source;          // "NVML", "NCCL XML FILE"; empty: NVLinks unknown for this input
 
     std::optional<std::size_t> find(const Bdf& bdf) const;
     std::vector<std::size_t> group_members(int group) const;
