@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -16,6 +15,7 @@
 #include "pci/topology.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/topo_json.hpp"
 
 namespace bardrive::tools {
 namespace {
@@ -46,18 +46,6 @@ const char* usage =
     "  --all             every endpoint (default: GPUs, NICs, NVMe, accelerators, devices with a BAR >= 64 MiB)\n"
     "  --device BDF      exactly these functions, in this order (repeatable; matrix, p2p, JSON pairs)\n"
     "Without root only 64 bytes of config space are readable: the tool says what it could not read.\n";
-
-std::string hex4(unsigned v) {
-    std::ostringstream os;
-    os << std::hex << std::setfill('0') << std::setw(4) << v;
-    return os.str();
-}
-
-std::string hex_class(std::uint32_t c) {
-    std::ostringstream os;
-    os << "0x" << std::hex << std::setfill('0') << std::setw(6) << c;
-    return os.str();
-}
 
 std::string size_short(std::uint64_t b) {
     const char* units[] = {"", "K", "M", "G", "T"};
@@ -357,120 +345,8 @@ void print_show(const Topology& t, std::size_t i) {
 
 // ---- json ----
 
-std::string js(const std::string& s) {
-    std::string o = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\')
-            o += '\\', o += static_cast<char>(c);
-        else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            o += buf;
-        } else
-            o += static_cast<char>(c);
-    }
-    return o + "\"";
-}
-
-template <class T, class F>
-std::string arr(const std::vector<T>& v, F f) {
-    std::string o = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + f(v[i]);
-    return o + "]";
-}
-
 void print_json(const Topology& t, const Args& args) {
-    auto strs = [](const std::vector<std::string>& v) { return arr(v, js); };
-    auto opt_int = [](int v) { return v >= 0 ? std::to_string(v) : std::string("null"); };
-    std::string o = "{\n  \"schema\": \"bardrive-topo/1\",\n  \"source\": " + js(t.source) + ",\n";
-    o += "  \"numa_nodes\": " + std::to_string(t.numa_nodes) +
-         ",\n  \"iommu_groups_known\": " + (t.groups_known ? "true" : "false") +
-         ",\n  \"bars_known\": " + (t.bars_known ? "true" : "false") + ",\n  \"warnings\": " + strs(t.warnings) + ",\n";
-    o += "  \"host_bridges\": " +
-         arr(t.host_bridges,
-             [&](const HostBridge& h) {
-                 return "{\"name\": " + js(h.name) + ", \"domain\": " + std::to_string(h.domain) +
-                        ", \"bus\": " + std::to_string(h.bus) + ", \"numa_node\": " + opt_int(h.numa_node) +
-                        ", \"function0\": " + (h.device ? js(t.devices[*h.device].bdf.str()) : "null") + "}";
-             }) +
-         ",\n  \"devices\": [\n";
-    for (std::size_t i = 0; i < t.devices.size(); ++i) {
-        const auto& d = t.devices[i];
-        std::string e = "    {\"bdf\": " + js(d.bdf.str());
-        e += ", \"parent\": " + (d.parent ? js(t.devices[*d.parent].bdf.str()) : "null");
-        e += ", \"host_bridge\": " + js(t.host_bridges[d.host_bridge].name);
-        e += ", \"role\": " + js(role_name(d.role)) +
-             ", \"role_inferred\": " + (d.is_bridge && !d.port_type ? "true" : "false");
-        e += ", \"kind\": " + js(device_kind(d));
-        e += ", \"vendor_id\": " + js(hex4(d.vendor_id)) + ", \"device_id\": " + js(hex4(d.device_id));
-        e += ", \"subsystem_vendor_id\": " + js(hex4(d.subsystem_vendor_id)) +
-             ", \"subsystem_id\": " + js(hex4(d.subsystem_id));
-        e += ", \"vendor\": " + js(d.vendor_name) + ", \"device\": " + js(d.device_name);
-        e += ", \"subsystem\": " + (d.subsystem_name.empty() ? std::string("null") : js(d.subsystem_name));
-        e += ", \"class\": " + js(hex_class(d.class_code)) + ", \"class_name\": " + js(d.class_name);
-        e += ", \"driver\": " + (d.driver.empty() ? std::string("null") : js(d.driver));
-        e += ", \"iommu_group\": " + opt_int(d.iommu_group) + ", \"numa_node\": " + opt_int(d.numa_node);
-        e += ", \"local_cpus\": " + (d.local_cpus.empty() ? std::string("null") : js(d.local_cpus));
-        e += ", \"bars\": " + arr(d.bars, [](const Bar& b) {
-                 return "{\"index\": " + std::to_string(b.index) +
-                        ", \"address\": " + js(log::concat("0x", std::hex, b.address)) +
-                        ", \"size\": " + std::to_string(b.size) + ", \"type\": " + (b.io ? "\"io\"" : "\"mem\"") +
-                        ", \"bits\": " +
-                        (b.io     ? "null"
-                         : b.is64 ? "64"
-                                  : "32") +
-                        ", \"prefetchable\": " + (b.prefetchable ? "true" : "false") + ", \"resizable_sizes\": " +
-                        arr(b.resizable_sizes, [](std::uint64_t s) { return std::to_string(s); }) + "}";
-             });
-        if (d.link)
-            e += ", \"link\": {\"speed_gts\": " + speed(d.link->cur_gts) +
-                 ", \"width\": " + std::to_string(d.link->cur_width) +
-                 ", \"max_speed_gts\": " + speed(d.link->max_gts) +
-                 ", \"max_width\": " + std::to_string(d.link->max_width) +
-                 ", \"downgraded\": " + (d.link->downgraded() ? "true" : "false") + "}";
-        else
-            e += ", \"link\": null";
-        e += ", \"config_bytes\": " + std::to_string(d.config_bytes) +
-             ", \"extended_config\": " + (d.ext_config ? "true" : "false");
-        e += ", \"acs\": " + (d.acs ? "{\"capability\": " + js(acs::describe(d.acs->capability)) +
-                                          ", \"control\": " + js(acs::describe(d.acs->control)) + "}"
-                                    : std::string("null"));
-        auto b = [](bool v) { return v ? std::string("true") : std::string("false"); };
-        if (d.ext_config)
-            e += ", \"ats\": " + b(d.ats) + ", \"pri\": " + b(d.pri) + ", \"pasid\": " + b(d.pasid) +
-                 ", \"aer\": " + b(d.aer);
-        else
-            e += ", \"ats\": null, \"pri\": null, \"pasid\": null, \"aer\": null";
-        e += ", \"sriov\": " + (d.sriov ? "{\"total_vfs\": " + std::to_string(d.sriov->total_vfs) +
-                                              ", \"num_vfs\": " + std::to_string(d.sriov->num_vfs) + "}"
-                                        : std::string("null"));
-        e += ", \"physfn\": " + (d.physfn ? js(d.physfn->str()) : std::string("null"));
-        e += ", \"os_names\": " + strs(d.os_names) + ", \"warnings\": " + strs(d.warnings) + "}";
-        o += e + (i + 1 < t.devices.size() ? ",\n" : "\n");
-    }
-    o += "  ],\n  \"pairs\": [\n";
-    auto devs = chosen(t, args);
-    std::vector<std::string> pairs;
-    for (auto a : devs)
-        for (auto bb : devs) {
-            if (a == bb) continue;
-            auto r = judge_p2p(t, a, bb);
-            std::vector<std::size_t> hops = r.path.bridges();
-            pairs.push_back(
-                "    {\"initiator\": " + js(t.devices[a].bdf.str()) + ", \"target\": " + js(t.devices[bb].bdf.str()) +
-                ", \"class\": " + js(class_name(r.path.cls)) +
-                ", \"bridges\": " + arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
-                ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
-                ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
-                arr(r.reasons,
-                    [](const Reason& x) {
-                        return "{\"effect\": " + js(effect_name(x.effect)) + ", \"text\": " + js(x.text) + "}";
-                    }) +
-                "}");
-        }
-    for (std::size_t i = 0; i < pairs.size(); ++i) o += pairs[i] + (i + 1 < pairs.size() ? ",\n" : "\n");
-    o += "  ]\n}\n";
-    std::fputs(o.c_str(), stdout);
+    std::fputs(json_text(topology_json(t, chosen(t, args))).c_str(), stdout);
 }
 
 // ---- dot ----

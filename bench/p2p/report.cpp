@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/log.hpp"
@@ -128,41 +129,15 @@ void print_matrix(const Report& r, std::FILE* out) {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-    std::string o = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"':
-                o += "\\\"";
-                break;
-            case '\\':
-                o += "\\\\";
-                break;
-            case '\n':
-                o += "\\n";
-                break;
-            case '\t':
-                o += "\\t";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    o += buf;
-                } else {
-                    o += static_cast<char>(c);
-                }
-        }
-    }
-    return o + "\"";
-}
-
-// JSON has no NaN or infinity; a rate that is not finite is reported as null.
-std::string json_number(double v) { return std::isfinite(v) ? fixed(v, 4) : std::string("null"); }
-
+// SVG text is XML 1.0, which admits neither bytes that are not UTF-8 nor control characters other
+// than tab, newline and carriage return, not even as character references: both become U+FFFD.
+// nlohmann's dump replaces the invalid bytes (as in the JSON); parsing its output gives them back.
 std::string xml_escape(const std::string& s) {
+    using nlohmann::json;
+    const std::string utf8 =
+        json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
     std::string o;
-    for (char c : s) {
+    for (char c : utf8) {
         switch (c) {
             case '<':
                 o += "&lt;";
@@ -177,7 +152,10 @@ std::string xml_escape(const std::string& s) {
                 o += "&quot;";
                 break;
             default:
-                o += c;
+                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                    o += "\xef\xbf\xbd";  // U+FFFD in UTF-8
+                else
+                    o += c;
         }
     }
     return o;
@@ -186,43 +164,50 @@ std::string xml_escape(const std::string& s) {
 }  // namespace
 
 std::string to_json(const Report& r) {
-    std::ostringstream o;
-    o << "{\n  \"machine\": " << json_string(r.machine) << ",\n  \"date\": " << json_string(r.date)
-      << ",\n  \"command\": " << json_string(r.command) << ",\n  \"repetitions\": " << r.repetitions
-      << ",\n  \"warmup\": " << r.warmup << ",\n  \"endpoints\": [";
-    for (std::size_t i = 0; i < r.endpoints.size(); ++i) {
-        const auto& e = r.endpoints[i];
-        o << (i ? ",\n" : "\n") << "    {\"name\": " << json_string(e.name)
-          << ", \"description\": " << json_string(e.description) << ", \"bdf\": " << json_string(e.bdf)
-          << ", \"numa_node\": " << e.numa_node << "}";
-    }
-    o << "\n  ],\n  \"paths\": [";
-    for (std::size_t i = 0; i < r.paths.size(); ++i) {
-        const auto& p = r.paths[i];
-        o << (i ? ",\n" : "\n") << "    {\"id\": " << json_string(p.id) << ", \"method\": " << json_string(p.method)
-          << ", \"src\": " << json_string(p.src) << ", \"dst\": " << json_string(p.dst)
-          << ", \"bidirectional\": " << (p.bidirectional ? "true" : "false")
-          << ", \"available\": " << (p.available() ? "true" : "false");
+    using nlohmann::ordered_json;
+    // JSON has no NaN or infinity: a rate that is not finite is null. Four decimals, as the table's slow rates.
+    auto number = [](double v) { return std::isfinite(v) ? ordered_json(std::round(v * 1e4) / 1e4) : ordered_json(); };
+    ordered_json j;
+    j["machine"] = r.machine;
+    j["date"] = r.date;
+    j["command"] = r.command;
+    j["repetitions"] = r.repetitions;
+    j["warmup"] = r.warmup;
+    j["endpoints"] = ordered_json::array();
+    for (const auto& e : r.endpoints)
+        j["endpoints"].push_back(
+            {{"name", e.name}, {"description", e.description}, {"bdf", e.bdf}, {"numa_node", e.numa_node}});
+    j["paths"] = ordered_json::array();
+    for (const auto& p : r.paths) {
+        ordered_json o;
+        o["id"] = p.id;
+        o["method"] = p.method;
+        o["src"] = p.src;
+        o["dst"] = p.dst;
+        o["bidirectional"] = p.bidirectional;
+        o["available"] = p.available();
         if (!p.available()) {
-            o << ", \"reason\": " << json_string(p.reason) << "}";
+            o["reason"] = p.reason;
+            j["paths"].push_back(std::move(o));
             continue;
         }
-        o << ", \"topology\": " << json_string(p.topology) << ", \"reference\": " << json_string(p.reference)
-          << ", \"link_gbps\": " << json_number(p.link_gbps);
-        if (!p.failure.empty()) o << ", \"failure\": " << json_string(p.failure);
-        if (!p.note.empty()) o << ", \"note\": " << json_string(p.note);
-        if (p.latency_us > 0)
-            o << ", \"latency_us\": " << json_number(p.latency_us) << ", \"latency_bytes\": " << p.latency_bytes;
-        o << ",\n     \"points\": [";
-        for (std::size_t j = 0; j < p.points.size(); ++j) {
-            const auto& pt = p.points[j];
-            o << (j ? ", " : "") << "{\"bytes\": " << pt.bytes << ", \"gbps\": " << json_number(pt.gbps)
-              << ", \"ref_gbps\": " << json_number(pt.ref_gbps) << "}";
+        o["topology"] = p.topology;
+        o["reference"] = p.reference;
+        o["link_gbps"] = number(p.link_gbps);
+        if (!p.failure.empty()) o["failure"] = p.failure;
+        if (!p.note.empty()) o["note"] = p.note;
+        if (p.latency_us > 0) {
+            o["latency_us"] = number(p.latency_us);
+            o["latency_bytes"] = p.latency_bytes;
         }
-        o << "]}";
+        o["points"] = ordered_json::array();
+        for (const auto& pt : p.points)
+            o["points"].push_back({{"bytes", pt.bytes}, {"gbps", number(pt.gbps)}, {"ref_gbps", number(pt.ref_gbps)}});
+        j["paths"].push_back(std::move(o));
     }
-    o << "\n  ]\n}\n";
-    return o.str();
+    // Names come from the driver, the host and the command line: bytes that are not UTF-8 become
+    // U+FFFD rather than an exception (the rule of `topo --json`, docs/topology.md).
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string to_svg(const Report& r) {

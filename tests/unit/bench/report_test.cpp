@@ -3,6 +3,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 
 using namespace bardrive::bench;
@@ -108,6 +109,89 @@ TEST_CASE("JSON escapes strings, keeps reasons and failures, and never writes Na
     CHECK(j.find("nan") == std::string::npos);
     CHECK(count(j, "{") == count(j, "}"));
     CHECK(count(j, "[") == count(j, "]"));
+}
+
+// What a name may hold: JSON's special characters, control characters, UTF-8, and bytes that are not
+// UTF-8 (a host name, a GPU name from the driver, a command line are all just bytes).
+const std::string hostile =
+    "q\"uote\" back\\slash tab\t nl\n cr\r ctl\x01\x1b\x1f\x7f caf\xc3\xa9 \xf0\x9f\x98\x80 <&>";
+const std::string invalid =
+    "bad\xff cut\xe2\x82"
+    "A over\xc0\xaf end\xf0\x9f\x98";
+const std::string invalid_replaced =  // U+FFFD per maximal ill-formed subsequence
+    "bad\xef\xbf\xbd cut\xef\xbf\xbd"
+    "A over\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd";
+
+TEST_CASE("JSON keeps hostile names intact, replaces bytes that are not UTF-8, and parses back") {
+    Report r = sample();
+    r.machine = hostile + invalid;
+    r.command = "bardrive bench --only '" + hostile + "'";
+    r.date = invalid;
+    r.endpoints.push_back({hostile, invalid, "0000:01:00.0", -1});
+    r.paths[0].reference = hostile;
+    r.paths[1].failure = hostile;
+    r.paths[2].reason = invalid;
+    r.paths[4].note = hostile + invalid;
+    r.paths[0].points[0].gbps = 1.0 / 0.0;
+    const std::string text = to_json(r);
+    nlohmann::json j;
+    REQUIRE_NOTHROW(j = nlohmann::json::parse(text));  // strict: no raw control characters, valid UTF-8
+    CHECK(j["machine"] == hostile + invalid_replaced);
+    CHECK(j["command"] == "bardrive bench --only '" + hostile + "'");
+    CHECK(j["date"] == invalid_replaced);
+    CHECK(j["repetitions"] == 5);
+    REQUIRE(j["endpoints"].size() == 2);
+    CHECK(j["endpoints"][1]["name"] == hostile);
+    CHECK(j["endpoints"][1]["description"] == invalid_replaced);
+    CHECK(j["endpoints"][1]["numa_node"] == -1);
+    const auto& p = j["paths"];
+    REQUIRE(p.size() == 5);
+    CHECK(p[0]["reference"] == hostile);
+    CHECK(p[0]["points"][0]["gbps"].is_null());  // infinity is not JSON
+    CHECK(p[0]["points"][0]["ref_gbps"] == 2.0);
+    CHECK(p[0]["points"][1]["bytes"] == 1 << 20);
+    CHECK(p[0]["latency_us"] == 7.5);
+    CHECK(p[0]["latency_bytes"] == 4);
+    CHECK(p[0]["link_gbps"] == 63.0);
+    CHECK(p[1]["failure"] == hostile);
+    CHECK(p[2]["available"] == false);
+    CHECK(p[2]["reason"] == invalid_replaced);
+    CHECK_FALSE(p[2].contains("points"));  // an unavailable path has its reason only
+    CHECK(p[4]["note"] == hostile + invalid_replaced);
+    CHECK(p[4]["id"] == "peer:gpu0->gpu1");
+    CHECK(text.find('\x01') == std::string::npos);
+    CHECK(text.find("\\u0001") != std::string::npos);
+}
+
+TEST_CASE("JSON: the keys of docs/bench.md's report, in order, and rates to four decimals") {
+    Report r = sample();
+    r.paths[4].points[0].gbps = 396.123456789;
+    auto j = nlohmann::ordered_json::parse(to_json(r));
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : j.items()) keys.push_back(k);
+    CHECK(keys ==
+          std::vector<std::string>{"machine", "date", "command", "repetitions", "warmup", "endpoints", "paths"});
+    keys.clear();
+    for (const auto& [k, v] : j["paths"][0].items()) keys.push_back(k);
+    CHECK(keys == std::vector<std::string>{"id", "method", "src", "dst", "bidirectional", "available", "topology",
+                                           "reference", "link_gbps", "latency_us", "latency_bytes", "points"});
+    CHECK(j["paths"][4]["points"][0]["gbps"] == 396.1235);
+    CHECK(j["endpoints"][0] ==
+          nlohmann::ordered_json{
+              {"name", "host0"}, {"description", "pinned memory on NUMA node 0"}, {"bdf", ""}, {"numa_node", 0}});
+}
+
+TEST_CASE("the SVG keeps hostile names well-formed: no control characters, no bytes that are not UTF-8") {
+    Report r = sample();
+    r.machine = hostile + invalid;
+    r.paths[0].id = hostile;
+    std::string s = to_svg(r);
+    for (unsigned char c : s) CHECK((c >= 0x20 || c == '\n' || c == '\t' || c == '\r'));
+    CHECK_NOTHROW(nlohmann::json(s).dump());  // the strict dump throws on bytes that are not UTF-8
+    CHECK(
+        s.find("q&quot;uote&quot; back\\slash tab\t nl\n cr\r ctl\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\x7f caf\xc3\xa9 "
+               "\xf0\x9f\x98\x80 &lt;&amp;&gt;" +
+               invalid_replaced + ")</text>") != std::string::npos);
 }
 
 TEST_CASE("the SVG draws one line per measured path and escapes the names") {

@@ -1,16 +1,30 @@
 #!/usr/bin/env python3
 """bardrive topo end to end over the dual-socket fixture: every output mode, the JSON schema of
-docs/topology.md, and bad input that must fail with a clear message (not a crash).
-usage: cli_test.py BARDRIVE FIXTURES_DIR"""
+docs/topology.md (read from the document itself), names with quotes, control characters and bytes
+that are not UTF-8 fed through a snapshot and an lspci -tv file, and bad input that must fail with a
+clear message (not a crash).
+usage: cli_test.py BARDRIVE FIXTURES_DIR TOPOLOGY_MD [SHARED_TOPOLOGIES]"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
-cli, fixtures = sys.argv[1], sys.argv[2]
+cli, fixtures, topology_md = sys.argv[1:4]
+shared = sys.argv[4] if len(sys.argv) > 4 else ''
 snap = os.path.join(fixtures, 'dual-socket.snapshot')
 failures = []
+
+
+def report_and_exit():
+    if failures:
+        print('\n'.join('FAILED: ' + f for f in failures[:50]))
+        if len(failures) > 50:
+            print(f'... and {len(failures) - 50} more')
+        sys.exit(1)
+    print('all checks passed')
+    sys.exit(0)
 
 
 def run(*args, rc=0):
@@ -25,19 +39,127 @@ def check(cond, what):
         failures.append(what)
 
 
-# JSON: schema keys, devices, pairs with classes and verdicts.
-d = json.loads(run('--sysfs', snap, '--json').stdout)
+# ---- the schema, as docs/topology.md writes it ----
+# The block under "## JSON schema" is JSON-like: a value is alternatives joined by '|', each an object,
+# an array of examples, a string literal (an example; two or more are the only values allowed, FILE
+# and DIR standing for any text), a number (two or more: the only values), a range (0..5), or a type word.
+# Parenthesised text is a comment.
+def read_schema(path):
+    with open(path) as f:
+        block = f.read().split('## JSON schema', 1)[1].split('```', 2)[1]
+    tokens = [t for t in re.findall(r'"[^"]*"|\([^)]*\)|[{}\[\]:,|]|[^\s{}\[\]:,|"()]+', block) if t[0] != '(']
+    pos = 0
+
+    def take(expected=None):
+        nonlocal pos
+        if pos >= len(tokens) or (expected and tokens[pos] != expected):
+            raise SystemExit(f'FAILED: {path}: JSON schema unreadable at token {pos} ({tokens[pos:pos + 5]}), '
+                             f'expected {expected}')
+        pos += 1
+        return tokens[pos - 1]
+
+    def value():
+        alts = [one()]
+        while pos < len(tokens) and tokens[pos] == '|':
+            take('|')
+            alts.append(one())
+        return alts
+
+    def one():
+        t = take()
+        if t == '{':
+            obj = {}
+            while tokens[pos] != '}':
+                key = take()
+                take(':')
+                obj[key.strip('"')] = value()
+                if tokens[pos] == ',':
+                    take(',')
+            take('}')
+            return obj
+        if t == '[':
+            items = []
+            while tokens[pos] != ']':
+                items += value()
+                if tokens[pos] == ',':
+                    take(',')
+            take(']')
+            return ('array', items)
+        return t
+
+    schema = value()
+    check(pos == len(tokens), f'{path}: JSON schema has text after its end: {tokens[pos:pos + 5]}')
+    return schema
+
+
+def scalar_ok(v, word, enum):
+    number = type(v) in (int, float)
+    if word[0] == '"':
+        if not enum:
+            return isinstance(v, str)
+        pattern = re.escape(word[1:-1]).replace('FILE', '.+').replace('DIR', '.+').replace(r'\.\.\.', '.*')
+        return isinstance(v, str) and re.fullmatch(pattern, v, re.S) is not None
+    if re.fullmatch(r'\d+\.\.\d+', word):
+        lo, hi = map(int, word.split('..'))
+        return type(v) is int and lo <= v <= hi
+    if re.fullmatch(r'-?\d+(\.\d+)?', word):
+        return number and (not enum or v == float(word))
+    types = {'int': lambda: type(v) is int, 'bytes': lambda: type(v) is int and v >= 0,
+             'bool': lambda: type(v) is bool, 'string': lambda: isinstance(v, str), 'null': lambda: v is None,
+             'bdf': lambda: isinstance(v, str) and re.fullmatch(r'[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]', v)}
+    if word not in types:
+        raise SystemExit(f'FAILED: {topology_md}: unknown type "{word}" in the JSON schema')
+    return bool(types[word]())
+
+
+def check_schema(v, alts, where, enum=True):
+    """Every key the schema lists, no other, each value one of its alternatives."""
+    strings = sum(isinstance(a, str) and a[0] == '"' for a in alts)
+    numbers = sum(isinstance(a, str) and re.fullmatch(r'-?\d+(\.\d+)?', a) is not None for a in alts)
+    for a in alts:
+        if isinstance(a, dict) and isinstance(v, dict):
+            for k in a.keys() - v.keys():
+                failures.append(f'{where}: lacks "{k}"')
+            for k in v.keys() - a.keys():
+                failures.append(f'{where}: has "{k}", which docs/topology.md\'s schema does not list')
+            for k in a.keys() & v.keys():
+                check_schema(v[k], a[k], f'{where}.{k}')
+            return
+        if isinstance(a, tuple) and isinstance(v, list):
+            for i, x in enumerate(v):
+                check_schema(x, a[1], f'{where}[{i}]', enum=False)
+            return
+        if isinstance(a, str) and scalar_ok(v, a, enum and (strings > 1 if a[0] == '"' else numbers > 1)):
+            return
+    failures.append(f'{where}: {v!r} is none of {alts}')
+
+
+schema = read_schema(topology_md)
+
+
+def topo_json(*args):
+    """topo --json's output: valid UTF-8, strict JSON (python refuses raw control characters), of the schema."""
+    p = subprocess.run([cli, 'topo', *args, '--json'], capture_output=True, timeout=120)
+    shown = [os.fsdecode(a) for a in args]
+    what = 'topo ' + ' '.join(a if a.isprintable() else repr(a) for a in shown) + ' --json'
+    try:
+        if p.returncode != 0:
+            raise ValueError(f'exit {p.returncode}\n{p.stderr.decode(errors="replace")}')
+        d = json.loads(p.stdout.decode('utf-8'))
+    except ValueError as e:  # nothing more to check: say what failed so far and stop
+        failures.append(f'{what}: {e}')
+        report_and_exit()
+    check_schema(d, schema, what)
+    return d
+
+
+# JSON: the schema (every output of this test goes through topo_json), devices, pairs with classes
+# and verdicts.
+d = topo_json('--sysfs', snap)
 check(d['schema'] == 'bardrive-topo/1', 'schema name')
-for key in ('source', 'numa_nodes', 'iommu_groups_known', 'bars_known', 'warnings', 'host_bridges', 'devices', 'pairs'):
-    check(key in d, f'JSON lacks {key}')
 check(len(d['devices']) == 23, 'device count')
 dev = {x['bdf']: x for x in d['devices']}
 gpu0 = dev['0000:1a:00.0']
-for key in ('parent', 'host_bridge', 'role', 'role_inferred', 'kind', 'vendor_id', 'device_id', 'subsystem_vendor_id',
-            'subsystem_id', 'vendor', 'device', 'subsystem', 'class', 'class_name', 'driver', 'iommu_group', 'numa_node',
-            'local_cpus', 'bars', 'link', 'config_bytes', 'extended_config', 'acs', 'ats', 'pri', 'pasid', 'aer',
-            'sriov', 'physfn', 'os_names', 'warnings'):
-    check(key in gpu0, f'device JSON lacks {key}')
 check(gpu0['os_names'] == ['nvidia:0'], 'GPU0 nvidia minor')
 check(gpu0['parent'] == '0000:19:00.0' and gpu0['kind'] == 'gpu' and gpu0['iommu_group'] == 20, 'GPU0 facts')
 check(gpu0['bars'][1]['size'] == 64 << 30 and gpu0['bars'][1]['bits'] == 64, 'GPU0 BAR1')
@@ -49,6 +171,84 @@ check(len(pairs) == 9 * 8, 'pairs of the default devices')
 p = pairs[('0000:1a:00.0', '0000:af:00.0')]
 check(p['class'] == 'SYS' and p['verdict'] == 'platform-dependent' and p['via_host_bridge'], 'SYS pair')
 check(pairs[('0000:1a:00.0', '0000:1b:00.0')]['bridges'] == ['0000:19:00.0', '0000:18:00.0', '0000:19:04.0'], 'PIX path')
+check(dev['0000:1a:00.0']['link'] == {'speed_gts': 16, 'width': 16, 'max_speed_gts': 16, 'max_width': 16,
+                                      'downgraded': False}, 'GPU0 link: ' + repr(dev['0000:1a:00.0']['link']))
+for name in sorted(os.listdir(fixtures)):  # every fixture, every endpoint paired: all of the schema
+    if name.endswith('.snapshot'):
+        topo_json('--sysfs', os.path.join(fixtures, name), '--all')
+if os.path.isdir(shared):  # real servers: an hwloc XML and an lspci -tv (no config space, no groups)
+    topo_json('--hwloc-xml', os.path.join(shared, 'nvidia-dgx2h-16xv100-hwloc', 'nvidiaDGX2.v2.xml'))
+    topo_json('--lspci-tv', os.path.join(shared, 'puget-wrx90-threadripperpro-2gpu-2nic-1s', 'lspci-tv.txt'), '--all')
+else:
+    print(f'note: {shared or "no SHARED_TOPOLOGIES given"}: not there, so the hwloc XML and lspci -tv servers are '
+          'left out of the schema check')
+
+# Hostile names: quotes, backslashes, tabs, CR, other control characters, UTF-8, and bytes that are not
+# UTF-8, through real inputs. Each arrives intact, the bad bytes as U+FFFD (docs/topology.md: each
+# maximal ill-formed subsequence, as Python's decode(errors='replace') does). Snapshot lines cannot
+# hold a newline, but a text record of two lines (local_cpulist, numa_node) is one.
+HOSTILE = [b'q"uo"te', b'back\\slash\\', b'tab\there', b'cr\r', b'ctl\x01\x1b[31m\x7f\x1f', b'caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80',
+           b'bad\xff\xfe', b'cut\xe2\x82A', b'end\xf0\x9f\x98', b'over\xc0\xaf', b'surr\xed\xa0\x80', b'</script>']
+
+
+def text(raw):
+    return raw.decode('utf-8', 'replace')
+
+
+def record(kind, path, lines):
+    return b'%s %s %d\n' % (kind, path, len(lines)) + b''.join(line + b'\n' for line in lines)
+
+
+with open(snap, 'rb') as f:
+    lines = f.read().split(b'\n')
+nic = b'/sys/bus/pci/devices/0000:3b:00.0/'
+driver = b'ig"b\\\x01caf\xc3\xa9\xff'  # a link target holds no white space
+cpus = [b'0-27\t"x"\\', b'\x02\xf0\x9f\x98\x80\xed\xa0\x80']
+numa = [b'1\t\x1b', b'two \xff\'lines\'']
+out, i = [], 0
+while i < len(lines):  # swap the NIC's records for hostile ones
+    fields = lines[i].split(b' ')
+    if fields[0] in (b'text', b'list') and fields[1] in (nic + b'net', nic + b'local_cpulist', nic + b'numa_node'):
+        i += 1 + int(fields[2])
+        body = {b'net': HOSTILE, b'local_cpulist': cpus, b'numa_node': numa}[fields[1][len(nic):]]
+        out.append(record(fields[0], fields[1], body))
+        continue
+    if lines[i].startswith(b'link ' + nic + b'driver '):
+        lines[i] = b'link ' + nic + b'driver ../../../../bus/pci/drivers/' + driver
+    out.append(lines[i] + (b'\n' if i + 1 < len(lines) else b''))
+    i += 1
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(os.fsencode(tmp), b'host "a"\\b\tc\nd\x01\xc3\xa9\xff.snapshot')  # a file name too
+    with open(path, 'wb') as f:
+        f.write(b''.join(out))
+    h = topo_json('--sysfs', path, '--all')
+    check(h['source'] == text(b'snapshot ' + path), f'hostile source: {h["source"]!r}')
+    n = {x['bdf']: x for x in h['devices']}['0000:3b:00.0']
+    check(n['os_names'] == ['net:' + text(x) for x in HOSTILE], f'hostile net names: {n["os_names"]!r}')
+    check(n['driver'] == text(driver), f'hostile driver: {n["driver"]!r}')
+    check(n['local_cpus'] == text(b'\n'.join(cpus)), f'hostile local_cpus: {n["local_cpus"]!r}')
+    want = text(nic + b"numa_node: cannot parse '" + b'\n'.join(numa) + b"'")
+    check(want in n['warnings'], f'hostile numa_node warning: {n["warnings"]!r}')
+    check(n['numa_node'] is None, 'hostile numa_node is unknown')
+    # The text outputs carry the same bytes (they are not JSON): the tree prints the names as read.
+    t = subprocess.run([cli, 'topo', '--sysfs', path], capture_output=True, timeout=60).stdout
+    check(b'net:' + HOSTILE[0] in t and driver in t, 'tree keeps the names as read')
+
+    # lspci -tv from a bug report: the rest of a function's line is its name.
+    names = [b'Intel "Host" \\Bridge\\ \ttab ' + HOSTILE[4], b'NVIDIA ' + HOSTILE[5] + b' ' + HOSTILE[6] + b'\r',
+             HOSTILE[7] + b' ' + HOSTILE[8]]
+    tree = (b'-[0000:00]-+-00.0  ' + names[0] + b'\n' + b'           +-01.0-[01]----00.0  ' + names[1] + b'\n' +
+            b'           \\-02.0  ' + names[2] + b'\n' + b' \xfe\n')
+    lspci = os.path.join(os.fsencode(tmp), b'lspci \xff.txt')
+    with open(lspci, 'wb') as f:
+        f.write(tree)
+    h = topo_json('--lspci-tv', lspci, '--all')
+    got = {x['bdf']: x['vendor'] for x in h['devices']}
+    check(got == {'0000:00:00.0': text(names[0]), '0000:00:01.0': '', '0000:01:00.0': text(names[1]),
+                  '0000:00:02.0': text(names[2])}, f'lspci -tv names: {got!r}')
+    check(text(lspci + b" line 4: unexpected '\xfe' at column 2") in h['warnings'],
+          f'lspci -tv warning with a bad byte: {h["warnings"]!r}')
+    check(len(h['pairs']) == 3 * 2, f'lspci -tv pairs of the three endpoints: {len(h["pairs"])}')
 
 # Matrix, tree, filters, show, p2p, dot.
 m = run('--sysfs', snap, '--matrix').stdout
@@ -100,7 +300,4 @@ check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -
 check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
       'hwloc error')
 
-if failures:
-    print('\n'.join('FAILED: ' + f for f in failures))
-    sys.exit(1)
-print('all checks passed')
+report_and_exit()
