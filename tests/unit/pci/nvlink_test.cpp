@@ -292,3 +292,18 @@ TEST_CASE("live NVML on a machine without the NVIDIA driver: a note with the rea
     CHECK(t.nvlink_source.empty());
     CHECK(t.devices.size() == read_with("").devices.size());  // everything else read as before
 }
+
+TEST_CASE("a real snapshot of one H200 (lent GPU machine) replays NVML's answer: no active NVLink", "[pci][nvlink]") {
+    // Captured by `bardrive topo snapshot` on the nvidia-h200 VM (bench/results/topo-nvlink-nvidia-h200-2026-11-23.md),
+    // where `nvidia-smi nvlink -s` lists no link.
+    auto src = open_source(PCI_FIXTURES "/h200-vm.snapshot");
+    auto t = read_topology(*src);
+    INFO(joined(t.warnings));
+    auto gpu = t.find(Bdf::parse("0000:00:06.0"));
+    REQUIRE(gpu);
+    CHECK(t.devices[*gpu].vendor_id == 0x10de);
+    CHECK(t.devices[*gpu].device_id == 0x2335);
+    CHECK(t.nvlink_source == "NVML");
+    CHECK(t.nvlinks.empty());
+    CHECK(nvlink_notes(t).empty());
+}
