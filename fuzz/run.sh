@@ -22,12 +22,12 @@ config)
     "$out/fuzz_config" -max_total_time="$seconds" -max_len=4096 -artifact_prefix=fuzz/ -print_final_stats=1 fuzz/corpus ;;
 snapshot)
     "$cxx" "${flags[@]}" fuzz/fuzz_snapshot.cpp pci/config.cpp pci/source.cpp pci/topology.cpp pci/p2p.cpp \
-        pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_snapshot"
+        pci/nvml.cpp pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_snapshot"
     "$out/fuzz_snapshot" -max_total_time="$seconds" -max_len=65536 -artifact_prefix=fuzz/ -print_final_stats=1 \
         fuzz/corpus-snapshot ;;
 lspci)
     "$cxx" "${flags[@]}" fuzz/fuzz_lspci_tree.cpp pci/lspci_tree.cpp pci/topology.cpp pci/p2p.cpp pci/config.cpp \
-        pci/source.cpp pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_lspci_tree"
+        pci/source.cpp pci/nvml.cpp pci/bdf.cpp core/log.cpp core/error.cpp core/file.cpp -o "$out/fuzz_lspci_tree"
     "$out/fuzz_lspci_tree" -max_total_time="$seconds" -max_len=16384 -artifact_prefix=fuzz/ -print_final_stats=1 \
         fuzz/corpus-lspci ;;
 *) echo "fuzz: unknown target '$target' (config, snapshot or lspci)" >&2; exit 2 ;;

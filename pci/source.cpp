@@ -14,6 +14,7 @@
 #include "core/fd.hpp"
 #include "core/file.hpp"
 #include "core/log.hpp"
+#include "pci/nvml.hpp"
 
 namespace bardrive::pci {
 
@@ -47,7 +48,12 @@ std::string LiveSource::map(const std::string& path) const {
     return path;
 }
 
-std::optional<std::string> LiveSource::text(const std::string& path) { return file::try_read_text(map(path)); }
+std::optional<std::string> LiveSource::text(const std::string& path) {
+    // NVLinks are no file: NVML answers them, and only for this machine, not for a copied /sys.
+    if (path == nvlink_table_path)
+        return sysfs_root_ == "/sys" ? std::optional<std::string>(read_nvml_nvlink_table()) : std::nullopt;
+    return file::try_read_text(map(path));
+}
 
 // Reads at most max_bytes: sysfs "config" turns every byte asked for into config cycles.
 std::optional<std::vector<std::uint8_t>> LiveSource::bytes(const std::string& path, std::size_t max_bytes) {

@@ -1,6 +1,7 @@
 // Where topology facts come from: the live /sys and /proc (or a copied tree), a snapshot file, or a
 // recorder that remembers exactly what was read so it can be written out as a snapshot.
-// Paths are always given in their live form ("/sys/bus/pci/devices", "/proc/cpuinfo").
+// Paths are always given in their live form ("/sys/bus/pci/devices", "/proc/cpuinfo"); "/nvml/nvlinks"
+// is a pseudo file: the NVLink table the live machine's NVML gives (pci/nvml.hpp).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ public:
 };
 
 // The running system. `sysfs_root` replaces "/sys" (a copied tree), `proc_root` replaces "/proc".
+// Only with the real "/sys" does it answer "/nvml/nvlinks" (through NVML); a copied tree has none.
 class LiveSource final : public Source {
 public:
     explicit LiveSource(std::string sysfs_root = "/sys", std::string proc_root = "/proc");

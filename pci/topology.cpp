@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "pci/nvml.hpp"
 
 namespace bardrive::pci {
 
@@ -494,6 +495,16 @@ Topology read_topology(Source& src) {
     }
     t.groups_known = true;
     assemble(t, std::move(parents));
+    // NVLinks: asked only where there is an NVIDIA GPU, so that other machines never load NVML.
+    if (std::any_of(t.devices.begin(), t.devices.end(),
+                    [](const Device& d) { return d.vendor_id == 0x10de && d.base_class() == 0x03; })) {
+        if (auto table = src.text(nvlink_table_path))
+            apply_nvlink_table(t, *table, src.describe() + " " + nvlink_table_path);
+        else
+            t.warnings.push_back(log::concat("NVLinks unknown: ", src.describe(), " has no ", nvlink_table_path,
+                                             " (NVML answers it on the live machine; 'bardrive topo snapshot' "
+                                             "records it)"));
+    }
     return t;
 }
 
