@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "pci/topology.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/topo_html.hpp"
 
 namespace bardrive::tools {
 namespace {
@@ -23,7 +26,7 @@ namespace {
 using namespace bardrive::pci;
 
 const char* usage =
-    "usage: bardrive topo [SOURCE] [FILTERS] [--matrix | --json | --dot]\n"
+    "usage: bardrive topo [SOURCE] [FILTERS] [--matrix | --json | --dot | --html FILE]\n"
     "       bardrive topo show BDF [SOURCE]\n"
     "       bardrive topo p2p [BDF BDF] [SOURCE] [FILTERS]\n"
     "       bardrive topo snapshot FILE [--sysfs DIR]\n"
@@ -32,6 +35,8 @@ const char* usage =
     "  --matrix          path classes between devices (like 'nvidia-smi topo -m'), with a legend\n"
     "  --json            the whole model and every pair's class and verdict (schema: docs/topology.md)\n"
     "  --dot             the tree as a Graphviz graph ('| dot -Tsvg > topo.svg')\n"
+    "  --html FILE       a self-contained page (no network) that draws the tree by NUMA node and gives the\n"
+    "                    'p2p' verdict of any two endpoints picked in it (filters pick which; at most 64)\n"
     "  show BDF          one device in full: IDs, BARs, link, capabilities, group, path to the root\n"
     "  p2p [A B]         P2P DMA verdicts with reasons: for A -> B, or for every pair of the matrix\n"
     "  snapshot FILE     write exactly what was read (sysfs files, config bytes) to FILE, to attach to a\n"
@@ -379,7 +384,7 @@ std::string arr(const std::vector<T>& v, F f) {
     return o + "]";
 }
 
-void print_json(const Topology& t, const Args& args) {
+std::string json_text(const Topology& t, const std::vector<std::size_t>& devs) {
     auto strs = [](const std::vector<std::string>& v) { return arr(v, js); };
     auto opt_int = [](int v) { return v >= 0 ? std::to_string(v) : std::string("null"); };
     std::string o = "{\n  \"schema\": \"bardrive-topo/1\",\n  \"source\": " + js(t.source) + ",\n";
@@ -449,7 +454,6 @@ void print_json(const Topology& t, const Args& args) {
         o += e + (i + 1 < t.devices.size() ? ",\n" : "\n");
     }
     o += "  ],\n  \"pairs\": [\n";
-    auto devs = chosen(t, args);
     std::vector<std::string> pairs;
     for (auto a : devs)
         for (auto bb : devs) {
@@ -470,7 +474,38 @@ void print_json(const Topology& t, const Args& args) {
         }
     for (std::size_t i = 0; i < pairs.size(); ++i) o += pairs[i] + (i + 1 < pairs.size() ? ",\n" : "\n");
     o += "  ]\n}\n";
-    std::fputs(o.c_str(), stdout);
+    return o;
+}
+
+// ---- html ----
+
+constexpr std::size_t html_pair_limit = 64;  // devices; the page holds n * (n - 1) pairs, about 1 KB each
+
+// The page lets the user pick any two endpoints, so its pairs cover all of them (or those the filters
+// pick). Past the limit, the matrix's default devices (GPUs, NICs, NVMe, ...) come first.
+std::vector<std::size_t> html_devices(const Topology& t, const Args& args) {
+    auto devs = args.has("device") || filtered(args) ? chosen(t, args) : p2p_candidates(t, true);
+    if (devs.size() <= html_pair_limit) return devs;
+    auto first = p2p_candidates(t, false);
+    std::stable_partition(devs.begin(), devs.end(),
+                          [&](std::size_t i) { return std::find(first.begin(), first.end(), i) != first.end(); });
+    std::fprintf(stderr,
+                 "bardrive topo: note: the page pairs %zu of %zu devices; choose with --class, --vendor or --device\n",
+                 html_pair_limit, devs.size());
+    devs.resize(html_pair_limit);
+    if (!args.has("device")) std::sort(devs.begin(), devs.end());
+    return devs;
+}
+
+void write_html(const Topology& t, const Args& args, const std::string& file) {
+    auto devs = html_devices(t, args);
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error::from_errno("create page", file, errno, "check that the folder exists and is writable");
+    out << topology_html(json_text(t, devs));
+    out.close();
+    if (!out) throw Error::from_errno("write page", file, errno);
+    std::printf("wrote %s: %zu functions, %zu devices to pair (open it in a browser)\n", file.c_str(), t.devices.size(),
+                devs.size());
 }
 
 // ---- dot ----
@@ -530,7 +565,7 @@ int run_snapshot(const Args& args) {
 
 int run_topo(const CommandArgs& argv) {
     Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
-              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device"});
+              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device", "html"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;
@@ -541,8 +576,8 @@ int run_topo(const CommandArgs& argv) {
     if (!mode.empty() && mode != "show" && mode != "p2p")
         throw Error("bardrive topo", "'" + mode + "'", "unknown mode",
                     "expected show, p2p or snapshot; see 'bardrive topo --help'");
-    int outputs = args.has("matrix") + args.has("json") + args.has("dot");
-    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot", "give at most one of them");
+    int outputs = args.has("matrix") + args.has("json") + args.has("dot") + args.has("html");
+    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot/--html", "give at most one of them");
 
     Topology t = load(args);
     auto find = [&](const std::string& s) {
@@ -574,7 +609,12 @@ int run_topo(const CommandArgs& argv) {
         return 0;
     }
     if (args.has("json")) {
-        print_json(t, args);
+        std::fputs(json_text(t, chosen(t, args)).c_str(), stdout);
+        return 0;
+    }
+    if (auto file = args.value("html")) {
+        write_html(t, args, *file);
+        print_warnings(t);
         return 0;
     }
     if (args.has("dot"))
