@@ -254,6 +254,13 @@ document.body.dataset.hash = location.hash;
     check('0000:1c:00.0 is not among the devices this page pairs' in hint and '3 of 11 endpoints can be paired.' in hint
           and '0000:3b:00.0' in hint.split('left out')[-1], 'a device the filter left out, in the address: ' + hint)
 
+    # Bad requests fail with a message, and write nothing.
+    for args, message in [(['--html', os.path.join(tmp, 'no', 'such', 'x.html')], 'check that the folder exists'),
+                          (['--html', os.path.join(tmp, 'x.html'), '--json'], 'give at most one of them')]:
+        p = subprocess.run([cli, 'topo', '--sysfs', snap, *args], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 1 and message in p.stderr and not os.path.exists(os.path.join(tmp, 'x.html')),
+              f'topo {" ".join(args)}: exit {p.returncode}: {p.stderr}')
+
     # A name that would end the script element, or hold markup, stays data.
     hostile = os.path.join(tmp, 'hostile.snapshot')
     name = '</script><b>x</b><!--&amp;"\'\\'
