@@ -11,7 +11,7 @@ BACKPORTS_PKGS=(meson catch2 qemu-system-x86)
 # Packages from bookworm.
 PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev hwloc libhwloc-plugins pciutils
       busybox-static cpio kmod xz-utils zstd procps clang clang-format libclang-rt-14-dev valgrind
-      bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev)
+      bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev chromium)
 MIN_MESON=1.7.0
 
 [ "$(id -u)" = 0 ] || die "must run as root (apt-get needs it): run 'sudo $0' or as root"

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -15,6 +17,7 @@
 #include "pci/topology.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
+#include "tools/topo_html.hpp"
 #include "tools/topo_json.hpp"
 
 namespace bardrive::tools {
@@ -23,7 +26,7 @@ namespace {
 using namespace bardrive::pci;
 
 const char* usage =
-    "usage: bardrive topo [SOURCE] [FILTERS] [--matrix | --json | --dot]\n"
+    "usage: bardrive topo [SOURCE] [FILTERS] [--matrix | --json | --dot | --html FILE]\n"
     "       bardrive topo show BDF [SOURCE]\n"
     "       bardrive topo p2p [BDF BDF] [SOURCE] [FILTERS]\n"
     "       bardrive topo snapshot FILE [--sysfs DIR]\n"
@@ -32,6 +35,8 @@ const char* usage =
     "  --matrix          path classes between devices (like 'nvidia-smi topo -m'), with a legend\n"
     "  --json            the whole model and every pair's class and verdict (schema: docs/topology.md)\n"
     "  --dot             the tree as a Graphviz graph ('| dot -Tsvg > topo.svg')\n"
+    "  --html FILE       a self-contained page (no network) that draws the tree by NUMA node and gives the\n"
+    "                    'p2p' verdict of any two endpoints picked in it (filters pick which; at most 64)\n"
     "  show BDF          one device in full: IDs, BARs, link, capabilities, group, path to the root\n"
     "  p2p [A B]         P2P DMA verdicts with reasons: for A -> B, or for every pair of the matrix\n"
     "  snapshot FILE     write exactly what was read (sysfs files, config bytes, NVML's NVLinks) to FILE,\n"
@@ -349,6 +354,37 @@ void print_json(const Topology& t, const Args& args) {
     std::fputs(json_text(topology_json(t, chosen(t, args))).c_str(), stdout);
 }
 
+// ---- html ----
+
+constexpr std::size_t html_pair_limit = 64;  // devices; the page holds n * (n - 1) pairs, about 1 KB each
+
+// The page lets the user pick any two endpoints, so its pairs cover all of them (or those the filters
+// pick). Past the limit, the matrix's default devices (GPUs, NICs, NVMe, ...) come first.
+std::vector<std::size_t> html_devices(const Topology& t, const Args& args) {
+    auto devs = args.has("device") || filtered(args) ? chosen(t, args) : p2p_candidates(t, true);
+    if (devs.size() <= html_pair_limit) return devs;
+    auto first = p2p_candidates(t, false);
+    std::stable_partition(devs.begin(), devs.end(),
+                          [&](std::size_t i) { return std::find(first.begin(), first.end(), i) != first.end(); });
+    std::fprintf(stderr,
+                 "bardrive topo: note: the page pairs %zu of %zu devices; choose with --class, --vendor or --device\n",
+                 html_pair_limit, devs.size());
+    devs.resize(html_pair_limit);
+    if (!args.has("device")) std::sort(devs.begin(), devs.end());
+    return devs;
+}
+
+void write_html(const Topology& t, const Args& args, const std::string& file) {
+    auto devs = html_devices(t, args);
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error::from_errno("create page", file, errno, "check that the folder exists and is writable");
+    out << topology_html(json_text(topology_json(t, devs)));
+    out.close();
+    if (!out) throw Error::from_errno("write page", file, errno);
+    std::printf("wrote %s: %zu functions, %zu devices to pair (open it in a browser)\n", file.c_str(), t.devices.size(),
+                devs.size());
+}
+
 // ---- dot ----
 
 void print_dot(const Topology& t) {
@@ -406,7 +442,7 @@ int run_snapshot(const Args& args) {
 
 int run_topo(const CommandArgs& argv) {
     Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
-              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device"});
+              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device", "html"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;
@@ -417,8 +453,8 @@ int run_topo(const CommandArgs& argv) {
     if (!mode.empty() && mode != "show" && mode != "p2p")
         throw Error("bardrive topo", "'" + mode + "'", "unknown mode",
                     "expected show, p2p or snapshot; see 'bardrive topo --help'");
-    int outputs = args.has("matrix") + args.has("json") + args.has("dot");
-    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot", "give at most one of them");
+    int outputs = args.has("matrix") + args.has("json") + args.has("dot") + args.has("html");
+    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot/--html", "give at most one of them");
 
     Topology t = load(args);
     auto find = [&](const std::string& s) {
@@ -451,6 +487,11 @@ int run_topo(const CommandArgs& argv) {
     }
     if (args.has("json")) {
         print_json(t, args);
+        return 0;
+    }
+    if (auto file = args.value("html")) {
+        write_html(t, args, *file);
+        print_warnings(t);
         return 0;
     }
     if (args.has("dot"))
