@@ -29,7 +29,7 @@ const char* usage =
     "       bardrive topo snapshot FILE [--sysfs DIR]\n"
     "\n"
     "Without a mode: the PCIe tree (like 'lspci -tv') with link, NUMA node, IOMMU group, driver and BARs.\n"
-    "  --matrix          path classes between devices (like 'nvidia-smi topo -m'), with a legend\n"
+    "  --matrix          path classes between devices (like 'nvidia-smi topo -m', NV<n> for NVLinks), with a legend\n"
     "  --json            the whole model and every pair's class and verdict (schema: docs/topology.md)\n"
     "  --dot             the tree as a Graphviz graph ('| dot -Tsvg > topo.svg')\n"
     "  show BDF          one device in full: IDs, BARs, link, capabilities, group, path to the root\n"
@@ -39,6 +39,7 @@ const char* usage =
     "SOURCE (default: this machine):\n"
     "  --sysfs DIR|FILE  a copied /sys folder, or a snapshot file\n"
     "  --hwloc-xml FILE  a topology exported with 'lstopo --of xml FILE' (no config space, no groups)\n"
+    "  --nccl-xml FILE   an NCCL topology file (NCCL_TOPO_DUMP_FILE, NCCL_TOPO_FILE): tree, GPUs, NICs, NVLinks\n"
     "  --lspci-tv FILE   'lspci -tv' output: tree and names only (filter by --vendor NAME or use --all)\n"
     "FILTERS (matrix, p2p, tree; repeatable):\n"
     "  --class KIND      gpu, nic, nvme, storage, accel, bridge, host-bridge, other, or a hex class prefix (0302)\n"
@@ -106,13 +107,16 @@ struct Loaded {
 Topology load(const Args& args) {
     auto sysfs = args.value("sysfs");
     auto xml = args.value("hwloc-xml");
+    auto nccl = args.value("nccl-xml");
     auto tree = args.value("lspci-tv");
-    if (!!sysfs + !!xml + !!tree > 1)
-        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --lspci-tv", "give one source, not several");
+    if (!!sysfs + !!xml + !!nccl + !!tree > 1)
+        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --nccl-xml, --lspci-tv", "give one source, not several");
     Topology t;
     if (tree) return read_lspci_tree(file::read_text(*tree), *tree);  // names are in the text already
     if (xml) {
         t = read_hwloc_xml(*xml);
+    } else if (nccl) {
+        t = read_nccl_xml(*nccl);
     } else if (sysfs) {
         auto src = open_source(*sysfs);
         t = read_topology(*src);
@@ -248,7 +252,8 @@ const char* legend =
     "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
     "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
     "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
-    "  PIX  = Connection traversing at most a single PCIe bridge\n";
+    "  PIX  = Connection traversing at most a single PCIe bridge\n"
+    "  NV#  = Connection traversing a bonded set of # NVLinks\n";
 
 void print_matrix(const Topology& t, const Args& args) {
     auto devs = chosen(t, args);
@@ -266,13 +271,18 @@ void print_matrix(const Topology& t, const Args& args) {
         std::printf("%-8s", lab[r].c_str());
         for (std::size_t c = 0; c < devs.size(); ++c) {
             auto cls = find_path(t, devs[r], devs[c]).cls;
-            std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
+            if (unsigned nv = nvlinks_between(t, devs[r], devs[c]))
+                std::printf("%-7s", log::concat("NV", nv).c_str());
+            else
+                std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
         }
         const auto& d = t.devices[devs[r]];
         std::printf("%-*s%s\n", cpu_w, d.local_cpus.empty() ? "N/A" : d.local_cpus.c_str(),
                     d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "N/A");
     }
-    std::printf("\n%s\nDevices:\n", legend);
+    std::printf("\n%s", legend);
+    std::printf("  NVLinks: %s\n\nDevices:\n",
+                t.nvlink_source.empty() ? "unknown for this input" : ("from " + t.nvlink_source).c_str());
     for (std::size_t r = 0; r < devs.size(); ++r) {
         const auto& d = t.devices[devs[r]];
         std::string os;
@@ -348,6 +358,10 @@ void print_show(const Topology& t, std::size_t i) {
     if (d.sriov) std::printf("  SR-IOV:     %u of %u VFs enabled\n", d.sriov->num_vfs, d.sriov->total_vfs);
     if (d.is_vf()) std::printf("  VF of:      %s\n", d.physfn->str().c_str());
     for (const auto& n : d.os_names) std::printf("  os name:    %s\n", n.c_str());
+    for (const auto& l : t.nvlinks)
+        if (l.gpu == i)
+            std::printf("  nvlink:     %u to %s %s\n", l.links, nvlink_peer_name(l.peer_type),
+                        l.peer ? l.peer->str().c_str() : "(address not reported)");
     std::string up;
     for (auto p = d.parent; p; p = t.devices[*p].parent)
         up += " -> " + t.devices[*p].bdf.str() + " (" + role_name(t.devices[*p].role) + ")";
@@ -383,6 +397,7 @@ void print_json(const Topology& t, const Args& args) {
     auto strs = [](const std::vector<std::string>& v) { return arr(v, js); };
     auto opt_int = [](int v) { return v >= 0 ? std::to_string(v) : std::string("null"); };
     std::string o = "{\n  \"schema\": \"bardrive-topo/1\",\n  \"source\": " + js(t.source) + ",\n";
+    o += "  \"nvlink_source\": " + (t.nvlink_source.empty() ? std::string("null") : js(t.nvlink_source)) + ",\n";
     o += "  \"numa_nodes\": " + std::to_string(t.numa_nodes) +
          ",\n  \"iommu_groups_known\": " + (t.groups_known ? "true" : "false") +
          ",\n  \"bars_known\": " + (t.bars_known ? "true" : "false") + ",\n  \"warnings\": " + strs(t.warnings) + ",\n";
@@ -445,7 +460,16 @@ void print_json(const Topology& t, const Args& args) {
                                               ", \"num_vfs\": " + std::to_string(d.sriov->num_vfs) + "}"
                                         : std::string("null"));
         e += ", \"physfn\": " + (d.physfn ? js(d.physfn->str()) : std::string("null"));
-        e += ", \"os_names\": " + strs(d.os_names) + ", \"warnings\": " + strs(d.warnings) + "}";
+        e += ", \"os_names\": " + strs(d.os_names);
+        std::vector<NvLink> links;  // NVLinks of this GPU
+        for (const auto& l : t.nvlinks)
+            if (l.gpu == i) links.push_back(l);
+        e += ", \"nvlinks\": " + arr(links, [](const NvLink& l) {
+                 return "{\"peer_type\": " + js(nvlink_peer_name(l.peer_type)) +
+                        ", \"peer\": " + (l.peer ? js(l.peer->str()) : std::string("null")) +
+                        ", \"links\": " + std::to_string(l.links) + "}";
+             });
+        e += ", \"warnings\": " + strs(d.warnings) + "}";
         o += e + (i + 1 < t.devices.size() ? ",\n" : "\n");
     }
     o += "  ],\n  \"pairs\": [\n";
@@ -461,6 +485,7 @@ void print_json(const Topology& t, const Args& args) {
                 ", \"class\": " + js(class_name(r.path.cls)) +
                 ", \"bridges\": " + arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
                 ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
+                ", \"nvlinks\": " + std::to_string(r.nvlinks) +
                 ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
                 arr(r.reasons,
                     [](const Reason& x) {
@@ -530,7 +555,7 @@ int run_snapshot(const Args& args) {
 
 int run_topo(const CommandArgs& argv) {
     Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
-              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device"});
+              {"sysfs", "hwloc-xml", "nccl-xml", "lspci-tv", "class", "vendor", "device"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;
