@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <iomanip>
 #include <memory>
 #include <set>
 
@@ -31,6 +32,20 @@ struct XmlDocFree {
 struct XmlCtxtFree {
     void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
 };
+
+// libxml2 keeps the last error; the first says what went wrong (a tag left open, not the end of file).
+struct FirstError {
+    int line = 0;
+    std::string message;
+};
+template <class E>  // xmlError, const in libxml2 2.12 and later
+void keep_first_error(void* ctxt, E* e) {
+    auto* first = static_cast<FirstError*>(static_cast<xmlParserCtxt*>(ctxt)->_private);
+    if (first && first->message.empty() && e && e->message && e->level >= XML_ERR_ERROR) {
+        first->line = e->line;
+        first->message = e->message;
+    }
+}
 
 std::string name_of(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
 
@@ -169,7 +184,8 @@ private:
             if (t_.cpu_vendor.empty())
                 t_.cpu_vendor = *v;
             else if (t_.cpu_vendor != *v)
-                warn(cpu, "vendor '" + *v + "' differs from an earlier <cpu>'s '" + t_.cpu_vendor + "'; kept the first");
+                warn(cpu,
+                     "vendor '" + *v + "' differs from an earlier <cpu>'s '" + t_.cpu_vendor + "'; kept the first");
         }
         if (auto v = attr(cpu, "familyid")) {
             auto f = parse_int(*v);
@@ -215,9 +231,9 @@ private:
         if (!bdf || seen_.count(*bdf)) {
             std::size_t below = 0;
             count_pci(n, below);
-            std::string why = !busid  ? "has no busid"
-                              : !bdf  ? "busid '" + *busid + "' is not a PCI address (DDDD:BB:DD.F)"
-                                      : "busid " + bdf->str() + " appears twice";
+            std::string why = !busid ? "has no busid"
+                              : !bdf ? "busid '" + *busid + "' is not a PCI address (DDDD:BB:DD.F)"
+                                     : "busid " + bdf->str() + " appears twice";
             warn(n, why + log::concat("; ignored with the ", below, " <pci> elements below it"));
             return;
         }
@@ -355,7 +371,7 @@ private:
             else if (cls && (*cls >> 16) == 0x03)
                 p.link.peer_type = NvLink::Peer::gpu;
             else
-                warn(p.node, cls ? log::concat("target class 0x", std::hex, *cls,
+                warn(p.node, cls ? log::concat("target class 0x", std::hex, std::setfill('0'), std::setw(6), *cls,
                                                " is neither a GPU, an NVSwitch nor a CPU; peer type unknown")
                                  : std::string("has no tclass and its target is not in this file; peer type unknown"));
             if (p.link.peer_type == NvLink::Peer::gpu && !p.link.peer)
@@ -400,20 +416,28 @@ Topology parse_nccl_xml(const std::string& text, const std::string& name) {
     xmlInitParser();
     std::unique_ptr<xmlParserCtxt, XmlCtxtFree> ctxt(xmlNewParserCtxt());
     if (!ctxt) throw Error(op, name, "libxml2 could not allocate a parser");
+    FirstError first;
+    ctxt->_private = &first;
+    ctxt->sax->serror = keep_first_error;  // called with ctxt->userData, the context itself
     // No network, no DTD loading, no entity expansion beyond libxml2's limits, and no printing to stderr.
-    std::unique_ptr<xmlDoc, XmlDocFree> doc(xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()),
-                                                              name.c_str(), nullptr,
-                                                              XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+    std::unique_ptr<xmlDoc, XmlDocFree> doc(
+        xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), name.c_str(), nullptr,
+                          XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
     if (!doc) {
-        const xmlError* e = xmlCtxtGetLastError(ctxt.get());
-        std::string msg = e && e->message ? e->message : "not well-formed XML";
+        if (first.message.empty())
+            if (const xmlError* e = xmlCtxtGetLastError(ctxt.get()); e && e->message) {
+                first.line = e->line;
+                first.message = e->message;
+            }
+        std::string msg = first.message.empty() ? "not well-formed XML" : first.message;
         while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-        throw Error(op, name, e && e->line > 0 ? log::concat("line ", e->line, ": ", msg) : msg, hint);
+        throw Error(op, name, first.line > 0 ? log::concat("line ", first.line, ": ", msg) : msg, hint);
     }
     const xmlNode* root = xmlDocGetRootElement(doc.get());
     if (!root) throw Error(op, name, "no root element", hint);
     if (!is(root, "system"))
-        throw Error(op, name, log::concat("line ", xmlGetLineNo(root), ": root element is <", name_of(root), ">, not <system>"),
+        throw Error(op, name,
+                    log::concat("line ", xmlGetLineNo(root), ": root element is <", name_of(root), ">, not <system>"),
                     is(root, "topology") ? hint + "; 'lstopo --of xml' output is read with --hwloc-xml" : hint);
     return Reader(name).read(root);
 }

@@ -57,7 +57,8 @@ unsigned links_of(const Topology& t, std::size_t a, std::optional<std::size_t> b
     unsigned n = 0;
     for (const auto& l : t.nvlinks) {
         if (l.gpu != a) continue;
-        if (b ? (l.peer_type == NvLink::Peer::gpu && l.peer == t.devices[*b].bdf) : l.peer_type == NvLink::Peer::nvswitch)
+        if (b ? (l.peer_type == NvLink::Peer::gpu && l.peer == t.devices[*b].bdf)
+              : l.peer_type == NvLink::Peer::nvswitch)
             n += l.links;
     }
     return n;

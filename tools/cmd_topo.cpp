@@ -360,8 +360,8 @@ void print_show(const Topology& t, std::size_t i) {
     for (const auto& n : d.os_names) std::printf("  os name:    %s\n", n.c_str());
     for (const auto& l : t.nvlinks)
         if (l.gpu == i)
-            std::printf("  nvlink:     %u to %s %s\n", l.links, nvlink_peer_name(l.peer_type),
-                        l.peer ? l.peer->str().c_str() : "(address not reported)");
+            std::printf("  nvlink:     %u link%s to %s %s\n", l.links, l.links == 1 ? "" : "s",
+                        nvlink_peer_name(l.peer_type), l.peer ? l.peer->str().c_str() : "(address not reported)");
     std::string up;
     for (auto p = d.parent; p; p = t.devices[*p].parent)
         up += " -> " + t.devices[*p].bdf.str() + " (" + role_name(t.devices[*p].role) + ")";
@@ -484,9 +484,8 @@ void print_json(const Topology& t, const Args& args) {
                 "    {\"initiator\": " + js(t.devices[a].bdf.str()) + ", \"target\": " + js(t.devices[bb].bdf.str()) +
                 ", \"class\": " + js(class_name(r.path.cls)) +
                 ", \"bridges\": " + arr(hops, [&](std::size_t x) { return js(t.devices[x].bdf.str()); }) +
-                ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") +
-                ", \"nvlinks\": " + std::to_string(r.nvlinks) +
-                ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
+                ", \"via_host_bridge\": " + (r.path.via_host_bridge ? "true" : "false") + ", \"nvlinks\": " +
+                std::to_string(r.nvlinks) + ", \"verdict\": " + js(verdict_name(r.verdict)) + ", \"reasons\": " +
                 arr(r.reasons,
                     [](const Reason& x) {
                         return "{\"effect\": " + js(effect_name(x.effect)) + ", \"text\": " + js(x.text) + "}";
