@@ -5,6 +5,7 @@
 #include <libxml/tree.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <iomanip>
@@ -65,9 +66,10 @@ std::optional<std::string> attr(const xmlNode* n, const char* name) {
 std::optional<std::uint32_t> parse_hex(const std::string& s, std::uint32_t max) {
     std::size_t start = s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0 ? 2 : 0;
     if (start >= s.size() || s.size() - start > 8) return std::nullopt;
-    char* end = nullptr;
-    unsigned long v = std::strtoul(s.c_str() + start, &end, 16);
-    if (*end != '\0' || s[start] == '-' || s[start] == '+' || v > max) return std::nullopt;
+    for (std::size_t i = start; i < s.size(); ++i)
+        if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
+    unsigned long v = std::strtoul(s.c_str() + start, nullptr, 16);
+    if (v > max) return std::nullopt;
     return static_cast<std::uint32_t>(v);
 }
 
