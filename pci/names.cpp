@@ -33,11 +33,18 @@ void attach_names(Topology& topo) {
     const int flags = PCI_LOOKUP_NO_NUMBERS | PCI_LOOKUP_NO_HWDB;
     char buf[256];
     for (auto& d : topo.devices) {
-        if (const char* n = pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_VENDOR | flags, d.vendor_id))
+        // 0xffff is what a read of an absent function returns and what static topology files write for an
+        // ID they do not know: unknown, not pci.ids' "Illegal Vendor ID".
+        if (d.vendor_id == 0xffff)
+            d.vendor_name = "vendor unknown";
+        else if (const char* n = pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_VENDOR | flags, d.vendor_id))
             d.vendor_name = n;
         else
             d.vendor_name = log::concat("vendor ", std::hex, std::setfill('0'), std::setw(4), d.vendor_id);
-        if (const char* n = pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_DEVICE | flags, d.vendor_id, d.device_id))
+        if (d.vendor_id == 0xffff && d.device_id == 0xffff)
+            d.device_name = "device unknown";
+        else if (const char* n =
+                     pci_lookup_name(acc, buf, sizeof buf, PCI_LOOKUP_DEVICE | flags, d.vendor_id, d.device_id))
             d.device_name = n;
         else
             d.device_name = log::concat("device ", std::hex, std::setfill('0'), std::setw(4), d.device_id);

@@ -52,7 +52,26 @@ bool vfio_compatible_driver(const std::string& drv) {
     return drv.empty() || drv == "vfio-pci" || drv == "pci-stub" || drv == "pcieport";
 }
 
+// NVLinks of GPU a: those ending at GPU b (when b is given), or those ending at any NVSwitch.
+unsigned links_of(const Topology& t, std::size_t a, std::optional<std::size_t> b) {
+    unsigned n = 0;
+    for (const auto& l : t.nvlinks) {
+        if (l.gpu != a) continue;
+        if (b ? (l.peer_type == NvLink::Peer::gpu && l.peer == t.devices[*b].bdf)
+              : l.peer_type == NvLink::Peer::nvswitch)
+            n += l.links;
+    }
+    return n;
+}
+
 }  // namespace
+
+unsigned nvlinks_between(const Topology& t, std::size_t a, std::size_t b) {
+    if (a == b || t.nvlinks.empty()) return 0;
+    // Both ends report a direct link; one end missing from a hand-written file must not hide it.
+    if (unsigned direct = std::max(links_of(t, a, b), links_of(t, b, a))) return direct;
+    return std::min(links_of(t, a, std::nullopt), links_of(t, b, std::nullopt));
+}
 
 const char* class_name(PathClass c) {
     switch (c) {
@@ -214,6 +233,14 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
         add(E::note, "same function");
         r.verdict = Verdict::supported;
         return r;
+    }
+    r.nvlinks = nvlinks_between(t, initiator, target);
+    if (r.nvlinks) {
+        bool direct = links_of(t, initiator, target) || links_of(t, target, initiator);
+        add(E::note, log::concat("NV", r.nvlinks, ": the GPUs share ", r.nvlinks, " NVLinks",
+                                 direct ? "" : " through NVSwitches", " (", t.nvlink_source,
+                                 "): CUDA peer copies and NCCL go over NVLink; this verdict concerns DMA into the "
+                                 "BAR over PCIe"));
     }
 
     // 1. The window the initiator writes into.

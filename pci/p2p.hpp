@@ -1,5 +1,6 @@
 // Peer-to-peer between two functions: the PCIe path, its class with nvidia-smi topo -m's meanings,
-// and a verdict on P2P DMA through VFIO with the reasons behind it. Pure logic over a Topology.
+// NVLinks between GPUs, and a verdict on P2P DMA through VFIO with the reasons behind it. Pure logic
+// over a Topology.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +38,15 @@ struct Reason {
 };
 const char* effect_name(Reason::Effect e);  // "ok", "note", "action", "platform", "block"
 
+// NVLinks between two GPUs as `nvidia-smi topo -m` counts its NV<n>: the links that join them
+// directly, or, for two GPUs that both reach NVSwitches, the links each has to the switches (the fewer
+// of the two). 0 when none are known (Topology::nvlinks empty for this input) or there are none.
+unsigned nvlinks_between(const Topology& t, std::size_t a, std::size_t b);
+
 struct P2pReport {
     std::size_t initiator = 0, target = 0;  // the initiator DMAs into the target's BAR
     Path path;
+    unsigned nvlinks = 0;  // nvlinks_between(initiator, target)
     Verdict verdict = Verdict::supported;
     std::vector<Reason> reasons;
 };
@@ -47,6 +54,7 @@ struct P2pReport {
 // Judges P2P DMA from `initiator` into `target`'s largest memory BAR when both are owned through
 // VFIO. Reasons cover the route (switch vs root complex, Linux p2pdma's host bridge allowlist), ACS
 // redirect and egress control on the path, IOMMU groups (members and their drivers) and the BAR window.
+// NVLinks between two GPUs add a note; they do not change the PCIe verdict.
 P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target);
 
 // Whether Linux's p2pdma (drivers/pci/p2pdma.c) allows traffic through this host bridge, and whether

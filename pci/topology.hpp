@@ -1,6 +1,6 @@
 // pci::Topology: what is on the bus. Host bridges, the bridges and ports below them, endpoints and
 // SR-IOV VFs, each with IDs and names, BARs, link, capabilities, driver, IOMMU group, NUMA node and
-// OS names. Built from a Source (live sysfs, a copied tree or a snapshot) or from an hwloc XML file.
+// OS names. Built from a Source (live sysfs, a copied tree or a snapshot), an hwloc XML or an NCCL XML file.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,7 @@ struct Device {
     std::size_t config_bytes = 0;       // how much config space could be read
     bool ext_config = false;            // extended config space (capabilities beyond 0xff) was readable
     bool caps_unread = false;           // it has a capability list that could not be read (not root)
-    std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "nvidia:0"
+    std::vector<std::string> os_names;  // "net:eth0", "nvme:nvme0", "block:nvme0n1", "drm:card0", "nvidia:0", "cuda:0"
     std::vector<std::string> warnings;
 
     std::optional<std::size_t> parent;  // index of the upstream bridge; none when on a root bus
@@ -86,7 +86,7 @@ struct NvLink {
 const char* nvlink_peer_name(NvLink::Peer p);  // "gpu", "nvswitch", "cpu", "unknown"
 
 struct Topology {
-    std::string source;  // "/sys", "snapshot FILE", "hwloc XML FILE"
+    std::string source;  // "/sys", "snapshot FILE", "hwloc XML FILE", "NCCL XML FILE"
     std::vector<HostBridge> host_bridges;
     std::vector<Device> devices;  // sorted by BDF
     int numa_nodes = 0;           // 0 when unknown
@@ -109,6 +109,15 @@ Topology read_topology(Source& src);
 // Reads `lstopo --of xml` output through hwloc. Throws bardrive::Error naming the file when hwloc
 // cannot load it.
 Topology read_hwloc_xml(const std::string& file);
+
+// Reads an NCCL topology file (NCCL_TOPO_DUMP_FILE output or an NCCL_TOPO_FILE, `<system version="1">`)
+// through libxml2: each <cpu> becomes a host bridge on its NUMA node, nested <pci> elements the tree,
+// <gpu>/<net> children OS names ("cuda:N", "rdma:NAME"), <nvlink> children Topology::nvlinks. Throws
+// bardrive::Error naming the file (and line) when it is not well-formed XML or its root is not <system>;
+// odd elements and attributes become warnings.
+Topology read_nccl_xml(const std::string& file);
+// The same over text in memory; `name` is used in messages.
+Topology parse_nccl_xml(const std::string& text, const std::string& name);
 
 // Reads `lspci -tv` output (a tree from a bug report): shape and name text only; `name` is used in
 // messages. Throws bardrive::Error when the text holds no PCI function.

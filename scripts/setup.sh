@@ -9,7 +9,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # Packages from bookworm-backports (bookworm's own are too old: meson 1.0, QEMU 7.2 without igb).
 BACKPORTS_PKGS=(meson catch2 qemu-system-x86)
 # Packages from bookworm.
-PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev hwloc libhwloc-plugins pciutils
+PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev libxml2-dev hwloc libhwloc-plugins pciutils
       busybox-static cpio kmod xz-utils zstd procps clang clang-format libclang-rt-14-dev valgrind
       bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev chromium)
 MIN_MESON=1.7.0

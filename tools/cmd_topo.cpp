@@ -32,7 +32,7 @@ const char* usage =
     "       bardrive topo snapshot FILE [--sysfs DIR]\n"
     "\n"
     "Without a mode: the PCIe tree (like 'lspci -tv') with link, NUMA node, IOMMU group, driver and BARs.\n"
-    "  --matrix          path classes between devices (like 'nvidia-smi topo -m'), with a legend\n"
+    "  --matrix          path classes between devices (like 'nvidia-smi topo -m', NV<n> for NVLinks), with a legend\n"
     "  --json            the whole model and every pair's class and verdict (schema: docs/topology.md)\n"
     "  --dot             the tree as a Graphviz graph ('| dot -Tsvg > topo.svg')\n"
     "  --html FILE       a self-contained page (no network) that draws the tree by NUMA node and gives the\n"
@@ -44,6 +44,7 @@ const char* usage =
     "SOURCE (default: this machine):\n"
     "  --sysfs DIR|FILE  a copied /sys folder, or a snapshot file\n"
     "  --hwloc-xml FILE  a topology exported with 'lstopo --of xml FILE' (no config space, no groups)\n"
+    "  --nccl-xml FILE   an NCCL topology file (NCCL_TOPO_DUMP_FILE, NCCL_TOPO_FILE): tree, GPUs, NICs, NVLinks\n"
     "  --lspci-tv FILE   'lspci -tv' output: tree and names only (filter by --vendor NAME or use --all)\n"
     "FILTERS (matrix, p2p, tree; repeatable):\n"
     "  --class KIND      gpu, nic, nvme, storage, accel, bridge, host-bridge, other, or a hex class prefix (0302)\n"
@@ -99,13 +100,16 @@ struct Loaded {
 Topology load(const Args& args) {
     auto sysfs = args.value("sysfs");
     auto xml = args.value("hwloc-xml");
+    auto nccl = args.value("nccl-xml");
     auto tree = args.value("lspci-tv");
-    if (!!sysfs + !!xml + !!tree > 1)
-        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --lspci-tv", "give one source, not several");
+    if (!!sysfs + !!xml + !!nccl + !!tree > 1)
+        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --nccl-xml, --lspci-tv", "give one source, not several");
     Topology t;
     if (tree) return read_lspci_tree(file::read_text(*tree), *tree);  // names are in the text already
     if (xml) {
         t = read_hwloc_xml(*xml);
+    } else if (nccl) {
+        t = read_nccl_xml(*nccl);
     } else if (sysfs) {
         auto src = open_source(*sysfs);
         t = read_topology(*src);
@@ -241,7 +245,8 @@ const char* legend =
     "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
     "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
     "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
-    "  PIX  = Connection traversing at most a single PCIe bridge\n";
+    "  PIX  = Connection traversing at most a single PCIe bridge\n"
+    "  NV#  = Connection traversing a bonded set of # NVLinks\n";
 
 void print_matrix(const Topology& t, const Args& args) {
     auto devs = chosen(t, args);
@@ -259,13 +264,18 @@ void print_matrix(const Topology& t, const Args& args) {
         std::printf("%-8s", lab[r].c_str());
         for (std::size_t c = 0; c < devs.size(); ++c) {
             auto cls = find_path(t, devs[r], devs[c]).cls;
-            std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
+            if (unsigned nv = nvlinks_between(t, devs[r], devs[c]))
+                std::printf("%-7s", log::concat("NV", nv).c_str());
+            else
+                std::printf("%-7s", cls == PathClass::X ? " X" : class_name(cls));
         }
         const auto& d = t.devices[devs[r]];
         std::printf("%-*s%s\n", cpu_w, d.local_cpus.empty() ? "N/A" : d.local_cpus.c_str(),
                     d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "N/A");
     }
-    std::printf("\n%s\nDevices:\n", legend);
+    std::printf("\n%s", legend);
+    std::printf("  NVLinks: %s\n\nDevices:\n",
+                t.nvlink_source.empty() ? "unknown for this input" : ("from " + t.nvlink_source).c_str());
     for (std::size_t r = 0; r < devs.size(); ++r) {
         const auto& d = t.devices[devs[r]];
         std::string os;
@@ -341,6 +351,10 @@ void print_show(const Topology& t, std::size_t i) {
     if (d.sriov) std::printf("  SR-IOV:     %u of %u VFs enabled\n", d.sriov->num_vfs, d.sriov->total_vfs);
     if (d.is_vf()) std::printf("  VF of:      %s\n", d.physfn->str().c_str());
     for (const auto& n : d.os_names) std::printf("  os name:    %s\n", n.c_str());
+    for (const auto& l : t.nvlinks)
+        if (l.gpu == i)
+            std::printf("  nvlink:     %u link%s to %s %s\n", l.links, l.links == 1 ? "" : "s",
+                        nvlink_peer_name(l.peer_type), l.peer ? l.peer->str().c_str() : "(address not reported)");
     std::string up;
     for (auto p = d.parent; p; p = t.devices[*p].parent)
         up += " -> " + t.devices[*p].bdf.str() + " (" + role_name(t.devices[*p].role) + ")";
@@ -442,7 +456,7 @@ int run_snapshot(const Args& args) {
 
 int run_topo(const CommandArgs& argv) {
     Args args("topo", argv, {"matrix", "json", "dot", "all", "help"},
-              {"sysfs", "hwloc-xml", "lspci-tv", "class", "vendor", "device", "html"});
+              {"sysfs", "hwloc-xml", "nccl-xml", "lspci-tv", "class", "vendor", "device", "html"});
     if (args.has("help")) {
         std::fputs(usage, stdout);
         return 0;

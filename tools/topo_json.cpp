@@ -104,6 +104,13 @@ ordered_json device_json(const Topology& t, const Device& d) {
         j["sriov"] = nullptr;
     j["physfn"] = d.physfn ? ordered_json(d.physfn->str()) : ordered_json();
     j["os_names"] = d.os_names;
+    j["nvlinks"] = ordered_json::array();
+    const auto index = static_cast<std::size_t>(&d - t.devices.data());
+    for (const auto& l : t.nvlinks)
+        if (l.gpu == index)
+            j["nvlinks"].push_back({{"peer_type", nvlink_peer_name(l.peer_type)},
+                                    {"peer", l.peer ? ordered_json(l.peer->str()) : ordered_json()},
+                                    {"links", l.links}});
     j["warnings"] = d.warnings;
     return j;
 }
@@ -116,6 +123,7 @@ ordered_json pair_json(const Topology& t, const P2pReport& r) {
     j["bridges"] = ordered_json::array();
     for (auto x : r.path.bridges()) j["bridges"].push_back(t.devices[x].bdf.str());
     j["via_host_bridge"] = r.path.via_host_bridge;
+    j["nvlinks"] = r.nvlinks;
     j["verdict"] = verdict_name(r.verdict);
     j["reasons"] = ordered_json::array();
     for (const auto& x : r.reasons) j["reasons"].push_back({{"effect", effect_name(x.effect)}, {"text", x.text}});
@@ -128,6 +136,7 @@ ordered_json topology_json(const Topology& t, const std::vector<std::size_t>& pa
     ordered_json j;
     j["schema"] = "bardrive-topo/1";
     j["source"] = t.source;
+    j["nvlink_source"] = t.nvlink_source.empty() ? ordered_json() : ordered_json(t.nvlink_source);
     j["numa_nodes"] = t.numa_nodes;
     j["iommu_groups_known"] = t.groups_known;
     j["bars_known"] = t.bars_known;

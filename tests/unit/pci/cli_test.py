@@ -300,4 +300,51 @@ check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -
 check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
       'hwloc error')
 
+# NCCL topology files (hand-written fixtures): NV<n> cells like nvidia-smi topo -m, NVLinks in p2p, show
+# and JSON, and NCCL XML that is broken.
+nvs = os.path.join(fixtures, 'nccl-nvswitch.xml')
+m = run('--nccl-xml', nvs, '--matrix').stdout
+rows = {line.split()[0]: line.split()[1:] for line in m.splitlines() if line[:3] in ('GPU', 'NIC')}
+check(rows.get('GPU0', [])[:6] == ['X', 'PIX', 'NV18', 'NV18', 'SYS', 'NV12'], 'NVSwitch matrix row GPU0:\n' + m)
+check(rows.get('GPU3', [])[:6] == ['NV12', 'SYS', 'NV12', 'NV12', 'PIX', 'X'], 'NVSwitch matrix row GPU3:\n' + m)
+check(rows.get('NIC0', [])[:6] == ['PIX', 'X', 'PIX', 'SYS', 'SYS', 'SYS'], 'NICs keep PCIe classes:\n' + m)
+check('  NV#  = Connection traversing a bonded set of # NVLinks' in m, 'NV# legend:\n' + m)
+check('rdma:mlx5_0' in m and 'cuda:3' in m, 'matrix OS names:\n' + m)
+m = run('--nccl-xml', os.path.join(fixtures, 'nccl-nvlink-direct.xml'), '--matrix').stdout
+rows = {line.split()[0]: line.split()[1:] for line in m.splitlines() if line[:3] == 'GPU'}
+check(rows.get('GPU0', [])[:4] == ['X', 'NV4', 'NV2', 'SYS'] and rows.get('GPU3', [])[:4] == ['SYS', 'NV1', 'PHB', 'X'],
+      'direct NVLink matrix:\n' + m)
+m = run('--sysfs', snap, '--matrix').stdout
+check('NV#  = ' in m and 'NVLinks: unknown for this input' in m and not re.search(r'NV\d', m.split('Legend:')[0]),
+      'no NVLinks known:\n' + m)
+s = run('--nccl-xml', nvs, 'p2p', '0000:18:00.0', '0000:1a:00.0').stdout
+check('PIX, platform-dependent' in s and 'note     NV18: the GPUs share 18 NVLinks through NVSwitches' in s, 'p2p NVLink:\n' + s)
+s = run('--nccl-xml', nvs, 'show', '0000:9c:00.0').stdout
+check('nvlink:     5 links to nvswitch 0000:05:00.0' in s and 'nvlink:     4 links to nvswitch (address not reported)' in s,
+      'show NVLinks:\n' + s)
+d = json.loads(run('--nccl-xml', nvs, '--json').stdout)
+check(d['nvlink_source'] == 'NCCL XML ' + nvs and d['source'] == 'NCCL XML ' + nvs, 'JSON nvlink_source')
+dev = {x['bdf']: x for x in d['devices']}
+check(dev['0000:9c:00.0']['nvlinks'][3] == {'peer_type': 'nvswitch', 'peer': None, 'links': 4}, 'JSON device nvlinks')
+check(dev['0000:19:00.0']['nvlinks'] == [] and dev['0000:19:00.0']['os_names'] == ['rdma:mlx5_0'], 'JSON NIC')
+pairs = {(p['initiator'], p['target']): p for p in d['pairs']}
+check(pairs[('0000:18:00.0', '0000:9e:00.0')]['nvlinks'] == 12 and pairs[('0000:18:00.0', '0000:19:00.0')]['nvlinks'] == 0,
+      'JSON pair nvlinks')
+check(json.loads(run('--sysfs', snap, '--json').stdout)['nvlink_source'] is None, 'JSON nvlink_source null')
+check('give one source' in run('--nccl-xml', nvs, '--hwloc-xml', nvs, rc=1).stderr, 'two sources (NCCL)')
+with tempfile.TemporaryDirectory() as tmp:
+    broken = os.path.join(tmp, 'broken.xml')
+    with open(broken, 'w') as f:
+        f.write('<system version="1">\n  <cpu numaid="0">\n</system>\n')
+    e = run('--nccl-xml', broken, rc=1).stderr
+    check('broken.xml' in e and 'line 3' in e and 'Traceback' not in e, 'malformed NCCL XML: ' + e)
+    e = run('--nccl-xml', snap, rc=1).stderr
+    check('dual-socket.snapshot' in e and 'NCCL_TOPO_DUMP_FILE' in e, 'NCCL XML of a snapshot: ' + e)
+    nobusid = os.path.join(tmp, 'nobusid.xml')
+    with open(nobusid, 'w') as f:
+        f.write('<system version="1">\n  <cpu numaid="0">\n    <pci class="0x030200"/>\n'
+                '    <pci busid="0000:01:00.0" class="0x030200"/>\n  </cpu>\n</system>\n')
+    p = run('--nccl-xml', nobusid)
+    check('nobusid.xml line 3: <pci> has no busid' in p.stderr and '0000:01:00.0' in p.stdout, 'missing busid: ' + p.stderr)
+
 report_and_exit()
