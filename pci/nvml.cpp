@@ -279,7 +279,7 @@ void apply_nvlink_table(Topology& t, const std::string& table, const std::string
     std::string unseen;
     for (std::size_t i = 0; i < t.devices.size(); ++i) {
         const auto& d = t.devices[i];
-        if (d.vendor_id == 0x10de && d.base_class() == 0x03 && !answered.count(i))
+        if (d.is_nvidia_gpu() && !answered.count(i))
             unseen += log::concat(unseen.empty() ? "" : ", ", d.bdf.str(), " (driver ",
                                   d.driver.empty() ? "none" : d.driver, ")");
     }

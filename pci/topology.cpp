@@ -452,7 +452,7 @@ Topology read_topology(Source& src) {
             for (const auto& n : *v)
                 if (n.rfind("card", 0) == 0 || n.rfind("renderD", 0) == 0) d.os_names.push_back("drm:" + n);
         // NVIDIA's driver numbers its GPUs (/dev/nvidiaN, nvidia-smi's order) in /proc.
-        if (d.vendor_id == 0x10de && d.base_class() == 0x03)
+        if (d.is_nvidia_gpu())
             if (auto v = src.text("/proc/driver/nvidia/gpus/" + name + "/information")) {
                 std::istringstream is(*v);
                 for (std::string line; std::getline(is, line);)
@@ -496,8 +496,7 @@ Topology read_topology(Source& src) {
     t.groups_known = true;
     assemble(t, std::move(parents));
     // NVLinks: asked only where there is an NVIDIA GPU, so that other machines never load NVML.
-    if (std::any_of(t.devices.begin(), t.devices.end(),
-                    [](const Device& d) { return d.vendor_id == 0x10de && d.base_class() == 0x03; })) {
+    if (std::any_of(t.devices.begin(), t.devices.end(), [](const Device& d) { return d.is_nvidia_gpu(); })) {
         if (auto table = src.text(nvlink_table_path))
             apply_nvlink_table(t, *table, src.describe() + " " + nvlink_table_path);
         else

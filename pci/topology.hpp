@@ -60,6 +60,7 @@ struct Device {
     std::vector<std::size_t> children;
 
     bool is_vf() const { return physfn.has_value(); }
+    bool is_nvidia_gpu() const { return vendor_id == 0x10de && base_class() == 0x03; }
     std::uint8_t base_class() const { return static_cast<std::uint8_t>(class_code >> 16); }
     std::uint16_t class_sub() const { return static_cast<std::uint16_t>(class_code >> 8); }
     // Largest memory BAR (a peer's DMA window); nullptr when the device has none.

@@ -274,8 +274,11 @@ void print_matrix(const Topology& t, const Args& args) {
                     d.numa_node >= 0 ? std::to_string(d.numa_node).c_str() : "N/A");
     }
     std::printf("\n%s", legend);
-    std::printf("  NVLinks: %s\n\nDevices:\n",
-                t.nvlink_source.empty() ? "unknown for this input" : ("from " + t.nvlink_source).c_str());
+    bool nvidia = std::any_of(t.devices.begin(), t.devices.end(), [](const Device& d) { return d.is_nvidia_gpu(); });
+    std::string nvlinks = !t.nvlink_source.empty() ? "from " + t.nvlink_source
+                          : nvidia                 ? std::string("unknown for this input")
+                                                   : std::string("none (no NVIDIA GPU)");
+    std::printf("  NVLinks: %s\n\nDevices:\n", nvlinks.c_str());
     for (std::size_t r = 0; r < devs.size(); ++r) {
         const auto& d = t.devices[devs[r]];
         std::string os;
