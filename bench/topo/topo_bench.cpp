@@ -228,8 +228,9 @@ int main(int argc, char** argv) {
                         r.m.ms / r.base.ms, r.m.cpu / r.base.cpu);
         std::printf(
             "\n%d runs after one warm-up; ratio > 1: the tool takes longer than bardrive topo (as a process).\n", reps);
-        std::printf("\nThis machine, CPU time over lspci -vvv's (issue 15's target: at most 0.50):\n\n"
-                    "| bardrive | CPU ms | lspci -vvv CPU ms | ratio | target |\n|---|---:|---:|---:|---|\n");
+        std::printf(
+            "\nThis machine, CPU time over lspci -vvv's (issue 15's target: at most 0.50):\n\n"
+            "| bardrive | CPU ms | lspci -vvv CPU ms | ratio | target |\n|---|---:|---:|---:|---|\n");
         for (const auto& t : targets)
             std::printf("| %s | %.2f | %.2f | %.2f | %s |\n", t.form, t.m.cpu, lspci.cpu, t.m.cpu / lspci.cpu,
                         t.m.cpu <= 0.5 * lspci.cpu ? "met" : "missed");
