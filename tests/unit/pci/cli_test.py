@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """bardrive topo end to end over the dual-socket fixture: every output mode, the JSON schema of
-docs/topology.md, and bad input that must fail with a clear message (not a crash).
+docs/topology.md, bad input that must fail with a clear message (not a crash), the name cache, and
+on this machine the names lspci prints.
 usage: cli_test.py BARDRIVE FIXTURES_DIR"""
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,10 +14,15 @@ import tempfile
 cli, fixtures = sys.argv[1], sys.argv[2]
 snap = os.path.join(fixtures, 'dual-socket.snapshot')
 failures = []
+# The name cache goes to a folder of this test's, not the user's.
+cache_home = tempfile.TemporaryDirectory()
+os.environ['XDG_CACHE_HOME'] = cache_home.name
+os.environ.pop('BARDRIVE_NO_NAME_CACHE', None)
 
 
-def run(*args, rc=0):
-    p = subprocess.run([cli, 'topo', *args], capture_output=True, text=True, timeout=60)
+def run(*args, rc=0, env=None):
+    p = subprocess.run([cli, 'topo', *args], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode != rc:
         failures.append(f'topo {" ".join(args)}: exit {p.returncode}, expected {rc}\n{p.stderr}')
     return p
@@ -99,6 +107,59 @@ check('give one source' in run('--sysfs', snap, '--hwloc-xml', snap, rc=1).stder
 check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -tv of a snapshot')
 check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
       'hwloc error')
+
+# The name cache changes nothing printed; a cache folder that cannot be made changes nothing and says nothing.
+cache_file = os.path.join(cache_home.name, 'bardrive', 'pci-names')
+if os.path.exists(cache_file):
+    os.remove(cache_file)
+uncached = run('--sysfs', snap, '--json', env={'BARDRIVE_NO_NAME_CACHE': '1'}).stdout
+check(not os.path.exists(cache_file), 'BARDRIVE_NO_NAME_CACHE=1 wrote a cache')
+first = run('--sysfs', snap, '--json')
+check(os.path.isfile(cache_file), 'no name cache under XDG_CACHE_HOME')
+again = run('--sysfs', snap, '--json')
+check(first.stdout == uncached and again.stdout == uncached, 'names differ with the cache')
+with tempfile.NamedTemporaryFile() as not_a_dir:
+    blocked = run('--sysfs', snap, '--json', env={'XDG_CACHE_HOME': not_a_dir.name})
+    check(blocked.stdout == uncached and blocked.stderr == '', 'unusable cache folder: ' + blocked.stderr)
+
+
+# This machine: bardrive prints the names lspci prints. lspci asks udev's hwdb where pci.ids has no
+# name; bardrive reads pci.ids alone (so snapshots read the same everywhere), hence hwdb.disable=1.
+def without_id(text):  # lspci -nn and libpci's class-only names end in " [ID]"
+    return re.sub(r' \[[0-9a-f]{4}\]$', '', text)
+
+
+def numeric(text):  # bardrive's name for an ID pci.ids lacks
+    return re.fullmatch(r'(vendor|device|class) [0-9a-f]{4}', text) is not None
+
+
+if shutil.which('lspci') and os.path.isdir('/sys/bus/pci/devices'):
+    p = subprocess.run(['lspci', '-vmm', '-nnD', '-O', 'hwdb.disable=1'], capture_output=True, text=True, timeout=60)
+    lspci = {}
+    for block in p.stdout.strip().split('\n\n'):
+        rec = dict(line.split(':\t', 1) for line in block.splitlines() if ':\t' in line)
+        lspci[rec.get('Slot')] = rec
+    live = json.loads(run('--json').stdout)
+    compared = 0
+    for d in live['devices']:
+        rec = lspci.get(d['bdf'])
+        check(rec is not None, f'lspci does not list {d["bdf"]}')
+        if rec is None:
+            continue
+        for key, name in (('Vendor', d['vendor']), ('Device', d['device']), ('Class', d['class_name']),
+                          ('SDevice', d['subsystem'])):
+            theirs = without_id(rec.get(key, ''))
+            if key == 'SDevice' and 'SVendor' not in rec:
+                continue
+            if name is None or name == '' or numeric(name):  # unknown to pci.ids: lspci says so too
+                check(theirs in ('Vendor', 'Device', 'Class', 'Unknown vendor'), f'{d["bdf"]} {key}: lspci names '
+                      f'{rec.get(key)!r}, bardrive {name!r}')
+            else:
+                check(theirs == without_id(name), f'{d["bdf"]} {key}: lspci {rec.get(key)!r}, bardrive {name!r}')
+            compared += 1
+    print(f'{compared} names of {len(live["devices"])} functions on this machine compared with lspci')
+else:
+    print('names on this machine not compared with lspci: no lspci or no /sys/bus/pci/devices')
 
 if failures:
     print('\n'.join('FAILED: ' + f for f in failures))
