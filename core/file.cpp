@@ -11,9 +11,14 @@
 
 namespace bardrive::file {
 
-std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_bytes) {
+namespace {
+
+// Up to max_bytes of a file; on failure, nullopt with the operation in `op` and errno set.
+std::optional<std::vector<std::uint8_t>> read_up_to(const std::string& path, std::size_t max_bytes, const char*& op) {
+    op = "open";
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw Error::from_errno("open", path, errno);
+    if (!fd) return std::nullopt;
+    op = "read";
     std::vector<std::uint8_t> out;
     std::uint8_t buf[4096];
     while (out.size() < max_bytes) {
@@ -21,7 +26,7 @@ std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_by
         ssize_t n = ::read(fd.get(), buf, std::min(sizeof buf, max_bytes - out.size()));
         if (n < 0) {
             if (errno == EINTR) continue;
-            throw Error::from_errno("read", path, errno);
+            return std::nullopt;
         }
         if (n == 0) break;
         out.insert(out.end(), buf, buf + n);
@@ -29,19 +34,29 @@ std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_by
     return out;
 }
 
-std::string read_text(const std::string& path) {
-    auto bytes = read_bytes(path);
+std::string trimmed(const std::vector<std::uint8_t>& bytes) {
     std::string s(bytes.begin(), bytes.end());
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\0')) s.pop_back();
     return s;
 }
 
+}  // namespace
+
+std::vector<std::uint8_t> read_bytes(const std::string& path, std::size_t max_bytes) {
+    const char* op = nullptr;
+    auto out = read_up_to(path, max_bytes, op);
+    if (!out) throw Error::from_errno(op, path, errno);
+    return std::move(*out);
+}
+
+std::string read_text(const std::string& path) { return trimmed(read_bytes(path)); }
+
+// Without exceptions: sysfs has many optional attributes, and a throw costs more than the read.
 std::optional<std::string> try_read_text(const std::string& path) {
-    try {
-        return read_text(path);
-    } catch (const Error&) {
-        return std::nullopt;
-    }
+    const char* op = nullptr;
+    auto bytes = read_up_to(path, 1u << 20, op);
+    if (!bytes) return std::nullopt;
+    return trimmed(*bytes);
 }
 
 void write_text(const std::string& path, const std::string& text) {

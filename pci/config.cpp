@@ -1,5 +1,7 @@
 #include "pci/config.hpp"
 
+#include <algorithm>
+#include <array>
 #include <bitset>
 
 #include "core/log.hpp"
@@ -12,33 +14,79 @@ constexpr std::size_t std_header = 0x40;   // PCI 3.0, 6.1: the predefined heade
 constexpr std::size_t std_space = 0x100;   // end of the capability area
 constexpr std::size_t ext_space = 0x1000;  // PCIe extended config space
 
+// Config bytes as the walk sees them: has() says whether [off, off+len) can be read, fetching it first
+// when the bytes come on demand.
 class Reader {
 public:
-    explicit Reader(std::span<const std::uint8_t> b) : b_(b) {}
-    bool has(std::size_t off, std::size_t len) const { return off <= b_.size() && len <= b_.size() - off; }
-    std::optional<std::uint8_t> u8(std::size_t off) const {
+    virtual ~Reader() = default;
+    virtual bool has(std::size_t off, std::size_t len) = 0;
+    std::optional<std::uint8_t> u8(std::size_t off) {
         if (!has(off, 1)) return std::nullopt;
-        return b_[off];
+        return at(off);
     }
-    std::optional<std::uint16_t> u16(std::size_t off) const {
+    std::optional<std::uint16_t> u16(std::size_t off) {
         if (!has(off, 2)) return std::nullopt;
-        return static_cast<std::uint16_t>(b_[off] | (b_[off + 1] << 8));
+        return static_cast<std::uint16_t>(at(off) | (at(off + 1) << 8));
     }
-    std::optional<std::uint32_t> u32(std::size_t off) const {
+    std::optional<std::uint32_t> u32(std::size_t off) {
         if (!has(off, 4)) return std::nullopt;
-        return static_cast<std::uint32_t>(b_[off]) | (static_cast<std::uint32_t>(b_[off + 1]) << 8) |
-               (static_cast<std::uint32_t>(b_[off + 2]) << 16) | (static_cast<std::uint32_t>(b_[off + 3]) << 24);
+        return static_cast<std::uint32_t>(at(off)) | (static_cast<std::uint32_t>(at(off + 1)) << 8) |
+               (static_cast<std::uint32_t>(at(off + 2)) << 16) | (static_cast<std::uint32_t>(at(off + 3)) << 24);
     }
-    std::size_t size() const { return b_.size(); }
+
+protected:
+    virtual std::uint8_t at(std::size_t off) const = 0;
+};
+
+// Captured bytes (a snapshot's, a fuzzer's): exactly these.
+class SpanReader final : public Reader {
+public:
+    explicit SpanReader(std::span<const std::uint8_t> b) : b_(b) {}
+    bool has(std::size_t off, std::size_t len) override { return off <= b_.size() && len <= b_.size() - off; }
 
 private:
+    std::uint8_t at(std::size_t off) const override { return b_[off]; }
     std::span<const std::uint8_t> b_;
+};
+
+// Bytes read on demand, each dword at most once, a run of missing dwords per read. What can be read
+// is a prefix (as sysfs gives it): a short read marks where it ends.
+class LazyReader final : public Reader {
+public:
+    explicit LazyReader(const ConfigRead& read) : read_(read) {}
+    bool has(std::size_t off, std::size_t len) override {
+        if (off > end_ || len > end_ - off) {
+            if (off < end_) fetch(off, end_);  // learns where readable space ends
+            return false;
+        }
+        fetch(off, off + len);
+        return off + len <= end_;
+    }
+    std::size_t end() const { return end_; }  // first byte known unreadable (ext_space until a read comes short)
+
+private:
+    void fetch(std::size_t from, std::size_t to) {
+        from &= ~std::size_t{3};
+        to = std::min((to + 3) & ~std::size_t{3}, end_);
+        while (from < to && have_.test(from / 4)) from += 4;
+        while (to > from && to % 4 == 0 && have_.test(to / 4 - 1)) to -= 4;
+        if (from >= to) return;
+        std::size_t n = std::min(read_(from, std::span<std::uint8_t>(buf_.data() + from, to - from)), to - from);
+        for (std::size_t d = from / 4; d < (from + n) / 4; ++d) have_.set(d);
+        if (n < to - from) end_ = from + n;
+    }
+    std::uint8_t at(std::size_t off) const override { return buf_[off]; }
+
+    const ConfigRead& read_;
+    std::array<std::uint8_t, ext_space> buf_{};
+    std::bitset<ext_space / 4> have_;
+    std::size_t end_ = ext_space;
 };
 
 std::string hex(unsigned v) { return log::concat("0x", std::hex, v); }
 
 // PCI 3.0, 6.7: the list starts at 0x34 (0x14 for CardBus), entries are dword aligned in 0x40..0xff.
-void walk_standard(const Reader& r, ConfigInfo& info) {
+void walk_standard(Reader& r, ConfigInfo& info) {
     auto status = r.u16(0x06);
     info.has_cap_list = status && (*status & (1u << 4));
     if (!info.has_cap_list) return;
@@ -66,7 +114,7 @@ void walk_standard(const Reader& r, ConfigInfo& info) {
 }
 
 // PCIe 5.0, 7.6.3: extended capabilities start at 0x100; header = id[15:0] version[19:16] next[31:20].
-void walk_extended(const Reader& r, ConfigInfo& info) {
+void walk_extended(Reader& r, ConfigInfo& info) {
     auto first = r.u32(std_space);
     if (!first) return;
     // All ones: extended space not accessible (conventional PCI or no ECAM). Zero: no extended caps.
@@ -84,7 +132,7 @@ void walk_extended(const Reader& r, ConfigInfo& info) {
         auto hdr = r.u32(off);
         if (!hdr) {
             info.warnings.push_back(log::concat("extended capability at ", hex(static_cast<unsigned>(off)),
-                                                " lies beyond the ", r.size(), " bytes captured"));
+                                                " lies beyond the config bytes captured"));
             return;
         }
         if (seen.test(off / 4)) {
@@ -100,7 +148,7 @@ void walk_extended(const Reader& r, ConfigInfo& info) {
 }
 
 // 7.5.3.2 capabilities register at +2; Link Capabilities +0x0c; Link Status +0x12.
-void decode_pcie(const Reader& r, std::size_t off, ConfigInfo& info) {
+void decode_pcie(Reader& r, std::size_t off, ConfigInfo& info) {
     auto caps = r.u16(off + 2);
     if (!caps) return;
     auto type = static_cast<std::uint8_t>((*caps >> 4) & 0xf);
@@ -139,7 +187,7 @@ void decode_pcie(const Reader& r, std::size_t off, ConfigInfo& info) {
 
 // 7.8.6: entry n at +4+8n: capability (sizes bits 31:4, bit n => 2^(n+16) bytes), control (+8+8n):
 // BAR index [2:0], number of resizable BARs [7:5] (entry 0 only), current size [13:8] (0 => 1 MiB).
-void decode_rebar(const Reader& r, std::size_t off, ConfigInfo& info) {
+void decode_rebar(Reader& r, std::size_t off, ConfigInfo& info) {
     auto ctrl0 = r.u32(off + 8);
     if (!ctrl0) return;
     unsigned count = (*ctrl0 >> 5) & 0x7;
@@ -228,13 +276,12 @@ bool ConfigInfo::has_ext_cap(std::uint16_t id) const {
     return false;
 }
 
-ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
-    Reader r(bytes);
-    ConfigInfo info;
-    info.size = bytes.size();
-    if (bytes.size() < std_header) {
-        info.warnings.push_back(
-            log::concat("config space truncated: ", bytes.size(), " bytes, the header alone is 64"));
+namespace {
+
+// `info.size` is set; the rest comes from `r`.
+void decode(Reader& r, ConfigInfo& info) {
+    if (info.size < std_header) {
+        info.warnings.push_back(log::concat("config space truncated: ", info.size, " bytes, the header alone is 64"));
     }
     if (auto v = r.u16(0x00)) info.vendor_id = *v;
     if (auto v = r.u16(0x02)) info.device_id = *v;
@@ -245,14 +292,14 @@ ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
         if (auto v = r.u16(0x2e)) info.subsystem_id = *v;
     } else if (info.header_type > 2) {
         info.warnings.push_back(log::concat("unknown header type ", hex(info.header_type)));
-        return info;
+        return;
     }
-    info.caps_readable = bytes.size() >= std_space;
+    info.caps_readable = info.size >= std_space;
     walk_standard(r, info);
     for (const auto& c : info.caps)
         if (c.id == cap_id::pcie) decode_pcie(r, c.offset, info);
 
-    if (bytes.size() > std_space) walk_extended(r, info);
+    walk_extended(r, info);
     for (const auto& c : info.ext_caps) {
         switch (c.id) {
             case cap_id::ext_aer:
@@ -287,6 +334,30 @@ ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
                 break;
         }
     }
+}
+
+}  // namespace
+
+ConfigInfo parse_config(std::span<const std::uint8_t> bytes) {
+    SpanReader r(bytes);
+    ConfigInfo info;
+    info.size = bytes.size();
+    decode(r, info);
+    return info;
+}
+
+ConfigInfo parse_config(const ConfigRead& read) {
+    LazyReader r(read);
+    ConfigInfo info;
+    // How much is readable, from the last dword of the header, the capability area and extended space;
+    // a short header is read whole to learn its exact length.
+    if (!r.has(std_header - 4, 4)) {
+        r.has(0, std_header);
+        info.size = r.end();
+    } else {
+        info.size = !r.has(std_space - 4, 4) ? std_header : !r.has(ext_space - 4, 4) ? std_space : ext_space;
+    }
+    decode(r, info);
     return info;
 }
 

@@ -1,10 +1,11 @@
-// Config space decoding: the capability walk over captured config bytes (pure, no I/O).
+// Config space decoding: the capability walk over captured config bytes or over reads it asks for.
 // Register offsets follow the PCI Local Bus Specification 3.0 (header, capability list) and the
 // PCI Express Base Specification 5.0 (chapter 7: PCIe capability, extended capabilities).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,7 @@ struct LinkInfo {
     double cur_gts = 0;  // Link Status, Current Link Speed (0 when the link is down)
     unsigned cur_width = 0;
     bool downgraded() const { return cur_width != 0 && (cur_gts < max_gts || cur_width < max_width); }
+    bool operator==(const LinkInfo&) const = default;
 };
 
 // ACS capability and control register bits (7.7.8.2 / 7.7.8.3): same layout in both registers.
@@ -52,30 +54,34 @@ std::string describe(std::uint16_t bits);  // "SV TB RR CR UF EC DT" subset, "-"
 struct AcsInfo {
     std::uint16_t capability = 0;
     std::uint16_t control = 0;
+    bool operator==(const AcsInfo&) const = default;
 };
 
 struct SriovInfo {  // 7.8.3 SR-IOV Extended Capability
     std::uint16_t total_vfs = 0;
     std::uint16_t num_vfs = 0;
     std::uint16_t vf_device_id = 0;
+    bool operator==(const SriovInfo&) const = default;
 };
 
 struct ResizableBar {  // 7.8.6 Resizable BAR Extended Capability, one entry per resizable BAR
     unsigned bar = 0;
     std::uint64_t current_size = 0;
     std::vector<std::uint64_t> supported_sizes;  // ascending, bytes
+    bool operator==(const ResizableBar&) const = default;
 };
 
 struct CapEntry {
     std::uint16_t id = 0;
     std::uint16_t offset = 0;
     std::uint8_t version = 0;  // extended capabilities only
+    bool operator==(const CapEntry&) const = default;
 };
 
 // Everything bardrive decodes from one device's config space. Optional fields are absent when the
 // bytes that hold them were not captured (unprivileged reads give only the first 64 bytes).
 struct ConfigInfo {
-    std::size_t size = 0;  // bytes available
+    std::size_t size = 0;  // bytes available: all captured ones; read on demand: 4096, 256, 64 or a shorter header
     std::uint16_t vendor_id = 0xffff;
     std::uint16_t device_id = 0xffff;
     std::uint32_t class_code = 0;  // base << 16 | sub << 8 | prog-if
@@ -96,6 +102,7 @@ struct ConfigInfo {
 
     bool is_bridge() const { return header_type == 1; }
     bool has_ext_cap(std::uint16_t id) const;
+    bool operator==(const ConfigInfo&) const = default;
 };
 
 // Standard and extended capability IDs used here (PCI Code and ID Assignment Spec 1.11).
@@ -115,5 +122,15 @@ inline constexpr std::uint16_t ext_pasid = 0x001b;
 // Decodes config bytes of any length. Loops, out-of-range pointers and truncation end the walk with
 // a warning; the function never reads outside `bytes` and always terminates.
 ConfigInfo parse_config(std::span<const std::uint8_t> bytes);
+
+// Reads up to out.size() bytes of config space at `offset` into `out` and returns how many it read:
+// fewer where readable space ends (what can be read is a prefix, as sysfs's `config` gives it).
+using ConfigRead = std::function<std::size_t(std::size_t offset, std::span<std::uint8_t> out)>;
+
+// The same decoding, reading only what it decodes: the header registers, each capability's header
+// and the registers of those it knows, and the last dword of the header, the capability area and
+// extended space (how much is readable). Every dword read can be a config cycle that traps to a
+// hypervisor or crosses the fabric, so it reads no more than that.
+ConfigInfo parse_config(const ConfigRead& read);
 
 }  // namespace bardrive::pci

@@ -55,14 +55,19 @@ std::optional<std::string> LiveSource::text(const std::string& path) {
     return file::try_read_text(map(path));
 }
 
-// Reads at most max_bytes: sysfs "config" turns every byte asked for into config cycles.
-std::optional<std::vector<std::uint8_t>> LiveSource::bytes(const std::string& path, std::size_t max_bytes) {
-    UniqueFd fd(::open(map(path).c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return std::nullopt;
-    std::vector<std::uint8_t> out(max_bytes);
+// Reads only what is asked: sysfs "config" turns every dword asked for into a config cycle.
+std::optional<std::vector<std::uint8_t>> LiveSource::bytes(const std::string& path, std::size_t offset,
+                                                           std::size_t len) {
+    if (path != open_path_ || !open_fd_) {
+        open_path_.clear();
+        open_fd_.reset(::open(map(path).c_str(), O_RDONLY | O_CLOEXEC));
+        if (!open_fd_) return std::nullopt;
+        open_path_ = path;
+    }
+    std::vector<std::uint8_t> out(len);
     std::size_t got = 0;
-    while (got < max_bytes) {
-        ssize_t n = ::read(fd.get(), out.data() + got, max_bytes - got);
+    while (got < len) {
+        ssize_t n = ::pread(open_fd_.get(), out.data() + got, len - got, static_cast<off_t>(offset + got));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return std::nullopt;
         if (n == 0) break;
@@ -101,10 +106,21 @@ std::optional<std::string> RecordingSource::text(const std::string& path) {
     data_.texts[path] = v;
     return v;
 }
-std::optional<std::vector<std::uint8_t>> RecordingSource::bytes(const std::string& path, std::size_t max_bytes) {
-    auto v = inner_.bytes(path, max_bytes);
-    data_.blobs[path] = v;
-    return v;
+std::optional<std::vector<std::uint8_t>> RecordingSource::bytes(const std::string& path, std::size_t offset,
+                                                                std::size_t len) {
+    auto [it, first] = data_.blobs.try_emplace(path, std::vector<std::uint8_t>{});
+    auto& rec = it->second;
+    if (rec && !ended_.count(path) && rec->size() < offset + len) {
+        std::size_t want = offset + len - rec->size();
+        auto more = inner_.bytes(path, rec->size(), want);
+        if (!more && first) rec.reset();
+        if (more) rec->insert(rec->end(), more->begin(), more->end());
+        if (!more || more->size() < want) ended_.insert(path);
+    }
+    if (!rec) return std::nullopt;
+    if (offset >= rec->size()) return std::vector<std::uint8_t>{};
+    auto end = rec->begin() + static_cast<std::ptrdiff_t>(std::min(rec->size(), offset + len));
+    return std::vector<std::uint8_t>(rec->begin() + static_cast<std::ptrdiff_t>(offset), end);
 }
 std::optional<std::string> RecordingSource::link(const std::string& path) {
     auto v = inner_.link(path);
@@ -125,12 +141,14 @@ std::optional<std::string> SnapshotSource::text(const std::string& path) {
     auto it = data_.texts.find(path);
     return it == data_.texts.end() ? std::nullopt : it->second;
 }
-std::optional<std::vector<std::uint8_t>> SnapshotSource::bytes(const std::string& path, std::size_t max_bytes) {
+std::optional<std::vector<std::uint8_t>> SnapshotSource::bytes(const std::string& path, std::size_t offset,
+                                                               std::size_t len) {
     auto it = data_.blobs.find(path);
     if (it == data_.blobs.end() || !it->second) return std::nullopt;
-    auto v = *it->second;
-    if (v.size() > max_bytes) v.resize(max_bytes);
-    return v;
+    const auto& v = *it->second;
+    if (offset >= v.size()) return std::vector<std::uint8_t>{};
+    auto end = v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), offset + len));
+    return std::vector<std::uint8_t>(v.begin() + static_cast<std::ptrdiff_t>(offset), end);
 }
 std::optional<std::string> SnapshotSource::link(const std::string& path) {
     auto it = data_.links.find(path);

@@ -8,8 +8,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "../core/fd.hpp"
 
 namespace bardrive::pci {
 
@@ -18,7 +21,9 @@ public:
     virtual ~Source() = default;
     // Each returns std::nullopt when the file is missing or unreadable; callers decide whether that matters.
     virtual std::optional<std::string> text(const std::string& path) = 0;  // trailing whitespace removed
-    virtual std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) = 0;
+    // Up to `len` bytes from `offset`: fewer at the file's end, none past it.
+    virtual std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                           std::size_t len) = 0;
     virtual std::optional<std::string> link(const std::string& path) = 0;              // readlink target
     virtual std::optional<std::vector<std::string>> list(const std::string& dir) = 0;  // names, sorted
     virtual std::string describe() const = 0;  // for messages: "/sys", "snapshot FILE"
@@ -30,7 +35,8 @@ class LiveSource final : public Source {
 public:
     explicit LiveSource(std::string sysfs_root = "/sys", std::string proc_root = "/proc");
     std::optional<std::string> text(const std::string& path) override;
-    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) override;
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                   std::size_t len) override;
     std::optional<std::string> link(const std::string& path) override;
     std::optional<std::vector<std::string>> list(const std::string& dir) override;
     std::string describe() const override;
@@ -38,6 +44,9 @@ public:
 private:
     std::string map(const std::string& path) const;
     std::string sysfs_root_, proc_root_;
+    // The file bytes() read last, kept open: config space is read a few dwords at a time.
+    std::string open_path_;
+    UniqueFd open_fd_;
 };
 
 // One recorded answer per (kind, path). A snapshot file is a list of these.
@@ -61,7 +70,8 @@ class SnapshotSource final : public Source {
 public:
     SnapshotSource(SnapshotData data, std::string name);
     std::optional<std::string> text(const std::string& path) override;
-    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) override;
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                   std::size_t len) override;
     std::optional<std::string> link(const std::string& path) override;
     std::optional<std::vector<std::string>> list(const std::string& dir) override;
     std::string describe() const override { return "snapshot " + name_; }
@@ -71,12 +81,14 @@ private:
     std::string name_;
 };
 
-// Forwards to another source and records every answer, including failures.
+// Forwards to another source and records every answer, including failures. A snapshot holds a prefix
+// of each binary file, so bytes() records everything up to the furthest byte asked for.
 class RecordingSource final : public Source {
 public:
     explicit RecordingSource(Source& inner) : inner_(inner) {}
     std::optional<std::string> text(const std::string& path) override;
-    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) override;
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                   std::size_t len) override;
     std::optional<std::string> link(const std::string& path) override;
     std::optional<std::vector<std::string>> list(const std::string& dir) override;
     std::string describe() const override { return inner_.describe(); }
@@ -85,6 +97,7 @@ public:
 private:
     Source& inner_;
     SnapshotData data_;
+    std::set<std::string> ended_;  // binary files whose end has been read
 };
 
 // `--sysfs DIR|FILE`: a directory is a copied /sys, a regular file a snapshot.

@@ -15,7 +15,6 @@ namespace bardrive::pci {
 namespace {
 
 constexpr const char* devices_dir = "/sys/bus/pci/devices";
-constexpr std::size_t config_max = 4096;
 
 // Linux include/linux/ioport.h resource flags, as printed in sysfs "resource".
 constexpr std::uint64_t ioresource_io = 0x100;
@@ -341,22 +340,24 @@ Topology read_topology(Source& src) {
             d.host_bridge = host_bridge(bdf->domain, bdf->bus);
         }
 
-        // Config space first: sysfs attributes below override what they also say.
-        ConfigInfo cfg;
-        // Only what can hold something: the 64-byte header, the capability area (256 bytes) when the
-        // status register says there is a list, extended space (4 KiB) only for PCI Express functions.
-        // Every dword read may trap to a hypervisor or walk ECAM: a VM's host bridge took 9 ms for 256 bytes.
-        auto bytes = src.bytes(dir + "config", 64);
-        if (bytes && bytes->size() == 64 && parse_config(*bytes).has_cap_list) bytes = src.bytes(dir + "config", 256);
-        if (bytes && bytes->size() == 256 && parse_config(*bytes).port_type)
-            bytes = src.bytes(dir + "config", config_max);
-        if (bytes) {
-            cfg = parse_config(*bytes);
-            d.config_bytes = bytes->size();
+        // Config space first: sysfs attributes below override what they also say. Only the registers
+        // decoded are read: every dword may trap to a hypervisor or walk ECAM (a VM's host bridge took
+        // 10 ms for 4 KiB), and a full dump of a PCI Express function is 1024 of them.
+        bool config_readable = false;
+        ConfigInfo cfg = parse_config([&](std::size_t off, std::span<std::uint8_t> out) -> std::size_t {
+            auto got = src.bytes(dir + "config", off, out.size());
+            if (!got) return 0;
+            config_readable = true;
+            std::copy(got->begin(), got->end(), out.begin());
+            return got->size();
+        });
+        if (config_readable) {
+            d.config_bytes = cfg.size;
             for (const auto& w : cfg.warnings) d.warnings.push_back(dir + "config: " + w);
-            d.caps_unread = bytes->size() < 256 && cfg.has_cap_list;
+            d.caps_unread = cfg.size < 256 && cfg.has_cap_list;
             short_config += d.caps_unread;
         } else {
+            cfg = ConfigInfo{};
             d.warnings.push_back(dir + "config: not readable; IDs and class from sysfs attributes only");
         }
         d.vendor_id = cfg.vendor_id;
@@ -482,7 +483,7 @@ Topology read_topology(Source& src) {
             if (n.size() > 4 && n.rfind("node", 0) == 0 && parse_int(n.substr(4))) ++t.numa_nodes;
     }
     // Linux's p2pdma allows any AMD Zen (family >= 0x17) root complex: the CPU tells which it is.
-    if (auto info = src.bytes("/proc/cpuinfo", 8192)) {
+    if (auto info = src.bytes("/proc/cpuinfo", 0, 8192)) {
         std::istringstream is(std::string(info->begin(), info->end()));
         for (std::string line; std::getline(is, line);) {
             auto colon = line.find(':');

@@ -130,6 +130,7 @@ Topology read_lspci_tree(const std::string& text, const std::string& name);
 void assemble(Topology& t, std::vector<std::optional<Bdf>> parents);
 
 // Fills vendor/device/class names from the pci.ids database through libpci; ids it lacks stay numeric.
+// Cached per machine (names.hpp: where, how it is invalidated, BARDRIVE_NO_NAME_CACHE).
 void attach_names(Topology& topo);
 
 // Classifies a device for filters and the default matrix: "gpu", "nic", "nvme", "storage",

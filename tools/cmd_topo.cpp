@@ -51,7 +51,9 @@ const char* usage =
     "  --vendor ID       hex vendor ID (10de) or part of the vendor name (nvidia)\n"
     "  --all             every endpoint (default: GPUs, NICs, NVMe, accelerators, devices with a BAR >= 64 MiB)\n"
     "  --device BDF      exactly these functions, in this order (repeatable; matrix, p2p, JSON pairs)\n"
-    "Without root only 64 bytes of config space are readable: the tool says what it could not read.\n";
+    "Without root only 64 bytes of config space are readable: the tool says what it could not read.\n"
+    "Names come from pci.ids through libpci, cached until pci.ids changes in $XDG_CACHE_HOME/bardrive (else\n"
+    "/var/cache/bardrive for root, ~/.cache/bardrive for others); BARDRIVE_NO_NAME_CACHE=1 turns the cache off.\n";
 
 std::string size_short(std::uint64_t b) {
     const char* units[] = {"", "K", "M", "G", "T"};

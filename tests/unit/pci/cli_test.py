@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """bardrive topo end to end over the dual-socket fixture: every output mode, the JSON schema of
 docs/topology.md (read from the document itself), names with quotes, control characters and bytes
-that are not UTF-8 fed through a snapshot and an lspci -tv file, and bad input that must fail with a
-clear message (not a crash).
+that are not UTF-8 fed through a snapshot and an lspci -tv file, bad input that must fail with a
+clear message (not a crash), the name cache, and on this machine the names lspci prints.
 usage: cli_test.py BARDRIVE FIXTURES_DIR TOPOLOGY_MD [SHARED_TOPOLOGIES]"""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,10 @@ cli, fixtures, topology_md = sys.argv[1:4]
 shared = sys.argv[4] if len(sys.argv) > 4 else ''
 snap = os.path.join(fixtures, 'dual-socket.snapshot')
 failures = []
+# The name cache goes to a folder of this test's, not the user's.
+cache_home = tempfile.TemporaryDirectory()
+os.environ['XDG_CACHE_HOME'] = cache_home.name
+os.environ.pop('BARDRIVE_NO_NAME_CACHE', None)
 
 
 def report_and_exit():
@@ -27,8 +32,9 @@ def report_and_exit():
     sys.exit(0)
 
 
-def run(*args, rc=0):
-    p = subprocess.run([cli, 'topo', *args], capture_output=True, text=True, timeout=60)
+def run(*args, rc=0, env=None):
+    p = subprocess.run([cli, 'topo', *args], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode != rc:
         failures.append(f'topo {" ".join(args)}: exit {p.returncode}, expected {rc}\n{p.stderr}')
     return p
@@ -346,5 +352,59 @@ with tempfile.TemporaryDirectory() as tmp:
                 '    <pci busid="0000:01:00.0" class="0x030200"/>\n  </cpu>\n</system>\n')
     p = run('--nccl-xml', nobusid)
     check('nobusid.xml line 3: <pci> has no busid' in p.stderr and '0000:01:00.0' in p.stdout, 'missing busid: ' + p.stderr)
+
+
+# The name cache changes nothing printed; a cache folder that cannot be made changes nothing and says nothing.
+cache_file = os.path.join(cache_home.name, 'bardrive', 'pci-names')
+if os.path.exists(cache_file):
+    os.remove(cache_file)
+uncached = run('--sysfs', snap, '--json', env={'BARDRIVE_NO_NAME_CACHE': '1'}).stdout
+check(not os.path.exists(cache_file), 'BARDRIVE_NO_NAME_CACHE=1 wrote a cache')
+first = run('--sysfs', snap, '--json')
+check(os.path.isfile(cache_file), 'no name cache under XDG_CACHE_HOME')
+again = run('--sysfs', snap, '--json')
+check(first.stdout == uncached and again.stdout == uncached, 'names differ with the cache')
+with tempfile.NamedTemporaryFile() as not_a_dir:
+    blocked = run('--sysfs', snap, '--json', env={'XDG_CACHE_HOME': not_a_dir.name})
+    check(blocked.stdout == uncached and blocked.stderr == '', 'unusable cache folder: ' + blocked.stderr)
+
+
+# This machine: bardrive prints the names lspci prints. lspci asks udev's hwdb where pci.ids has no
+# name; bardrive reads pci.ids alone (so snapshots read the same everywhere), hence hwdb.disable=1.
+def without_id(text):  # lspci -nn and libpci's class-only names end in " [ID]"
+    return re.sub(r' \[[0-9a-f]{4}\]$', '', text)
+
+
+def numeric(text):  # bardrive's name for an ID pci.ids lacks
+    return re.fullmatch(r'(vendor|device|class) [0-9a-f]{4}', text) is not None
+
+
+if shutil.which('lspci') and os.path.isdir('/sys/bus/pci/devices'):
+    p = subprocess.run(['lspci', '-vmm', '-nnD', '-O', 'hwdb.disable=1'], capture_output=True, text=True, timeout=60)
+    lspci = {}
+    for block in p.stdout.strip().split('\n\n'):
+        rec = dict(line.split(':\t', 1) for line in block.splitlines() if ':\t' in line)
+        lspci[rec.get('Slot')] = rec
+    live = json.loads(run('--json').stdout)
+    compared = 0
+    for d in live['devices']:
+        rec = lspci.get(d['bdf'])
+        check(rec is not None, f'lspci does not list {d["bdf"]}')
+        if rec is None:
+            continue
+        for key, name in (('Vendor', d['vendor']), ('Device', d['device']), ('Class', d['class_name']),
+                          ('SDevice', d['subsystem'])):
+            theirs = without_id(rec.get(key, ''))
+            if key == 'SDevice' and 'SVendor' not in rec:
+                continue
+            if name is None or name == '' or numeric(name):  # unknown to pci.ids: lspci says so too
+                check(theirs in ('Vendor', 'Device', 'Class', 'Unknown vendor'), f'{d["bdf"]} {key}: lspci names '
+                      f'{rec.get(key)!r}, bardrive {name!r}')
+            else:
+                check(theirs == without_id(name), f'{d["bdf"]} {key}: lspci {rec.get(key)!r}, bardrive {name!r}')
+            compared += 1
+    print(f'{compared} names of {len(live["devices"])} functions on this machine compared with lspci')
+else:
+    print('names on this machine not compared with lspci: no lspci or no /sys/bus/pci/devices')
 
 report_and_exit()

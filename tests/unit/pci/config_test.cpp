@@ -1,6 +1,7 @@
 // Capability walk over hand-built config space: decoding, and malformed lists that must end cleanly.
 #include "pci/config.hpp"
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cstdint>
 #include <vector>
@@ -55,6 +56,28 @@ Cfg endpoint() {
     c.u32(0x1a8, 1u | (1u << 5) | (8u << 8));            // BAR1, one entry, 256 MiB now
     return c;
 }
+
+// Config space read on demand from `b`, as sysfs gives it (a prefix): remembers every dword read.
+struct OnDemand {
+    std::vector<std::uint8_t> b;
+    std::vector<bool> read = std::vector<bool>(1024, false);
+    std::size_t calls = 0;
+    ConfigInfo parse() {
+        return parse_config([this](std::size_t off, std::span<std::uint8_t> out) -> std::size_t {
+            ++calls;
+            if (off >= b.size()) return 0;
+            std::size_t n = std::min(out.size(), b.size() - off);
+            std::copy_n(b.begin() + static_cast<std::ptrdiff_t>(off), n, out.begin());
+            for (std::size_t i = off / 4; i < (off + n + 3) / 4; ++i) read[i] = true;
+            return n;
+        });
+    }
+    std::size_t dwords_read() const { return static_cast<std::size_t>(std::count(read.begin(), read.end(), true)); }
+};
+
+// What read on demand must report for captured bytes of length n: the readable tier (a full dump's
+// sizes), or the exact length of a short header.
+std::size_t tier(std::size_t n) { return n < 64 ? n : n < 256 ? 64 : n < 4096 ? 256 : 4096; }
 
 }  // namespace
 
@@ -164,7 +187,7 @@ TEST_CASE("extended capability lists that loop, leave the space or run past the 
     c.b.resize(0x150);  // ACS header readable, SR-IOV header at 0x160 not
     info = parse_config(c.b);
     CHECK(info.ext_caps.size() == 2);
-    CHECK(info.warnings.back().find("beyond the 336 bytes") != std::string::npos);
+    CHECK(info.warnings.back().find("beyond the config bytes captured") != std::string::npos);
 }
 
 TEST_CASE("a PCIe capability with a reserved port type or truncated link registers warns", "[pci][config][bad-input]") {
@@ -204,4 +227,50 @@ TEST_CASE("unknown header types stop decoding with a warning", "[pci][config][ba
     CHECK(info.caps.empty());
     REQUIRE(info.warnings.size() == 1);
     CHECK(info.warnings[0].find("header type") != std::string::npos);
+}
+
+TEST_CASE("read on demand: the same decoding from the registers it decodes, not a dump", "[pci][config]") {
+    OnDemand d{endpoint().b};
+    auto lazy = d.parse();
+    auto full = parse_config(d.b);
+    CHECK(lazy == full);
+    CHECK(lazy.size == 4096);
+    // Header registers (6 dwords), 3 size probes, the PCIe capability (header, link capabilities, link
+    // status) and MSI's header, 4 extended capability headers, ACS (1), SR-IOV (3) and resizable BAR (2)
+    // registers: 23 of 1024 dwords.
+    CHECK(d.dwords_read() == 23);
+    CHECK(d.calls <= d.dwords_read());
+    for (std::size_t dw = 0x64 / 4; dw < 0xfc / 4; ++dw) CHECK_FALSE(d.read[dw]);  // nothing past MSI's header
+    CHECK_FALSE(d.read[0x200 / 4]);
+}
+
+TEST_CASE("read on demand, unprivileged (64 bytes) or a short header: what a full read says", "[pci][config]") {
+    OnDemand d{endpoint().b};
+    d.b.resize(64);
+    auto lazy = d.parse();
+    CHECK(lazy.size == 64);
+    CHECK_FALSE(lazy.caps_readable);
+    CHECK(lazy.caps.empty());
+    CHECK(lazy.warnings.empty());
+    CHECK(lazy.vendor_id == 0x10de);
+
+    d = OnDemand{endpoint().b};
+    d.b.resize(8);
+    lazy = d.parse();
+    CHECK(lazy.size == 8);
+    REQUIRE(lazy.warnings.size() == 1);
+    CHECK(lazy.warnings[0] == "config space truncated: 8 bytes, the header alone is 64");
+}
+
+TEST_CASE("read on demand decodes every truncation as the captured bytes do", "[pci][config][bad-input]") {
+    auto c = endpoint();
+    for (std::size_t n = 0; n <= c.b.size(); n += (n < 0x200 ? 1 : 61)) {
+        OnDemand d{std::vector<std::uint8_t>(c.b.begin(), c.b.begin() + static_cast<std::ptrdiff_t>(n))};
+        auto lazy = d.parse();
+        auto full = parse_config(d.b);
+        INFO("bytes: " << n);
+        CHECK(lazy.size == tier(n));
+        lazy.size = full.size;
+        CHECK(lazy == full);
+    }
 }

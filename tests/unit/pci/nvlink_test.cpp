@@ -52,8 +52,9 @@ public:
         asked += path == nvlink_table_path;
         return inner_.text(path);
     }
-    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) override {
-        return inner_.bytes(path, max_bytes);
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                   std::size_t len) override {
+        return inner_.bytes(path, offset, len);
     }
     std::optional<std::string> link(const std::string& path) override { return inner_.link(path); }
     std::optional<std::vector<std::string>> list(const std::string& dir) override { return inner_.list(dir); }
@@ -71,8 +72,9 @@ public:
     std::optional<std::string> text(const std::string& path) override {
         return path == nvlink_table_path ? live_.text(path) : inner_.text(path);
     }
-    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t max_bytes) override {
-        return inner_.bytes(path, max_bytes);
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& path, std::size_t offset,
+                                                   std::size_t len) override {
+        return inner_.bytes(path, offset, len);
     }
     std::optional<std::string> link(const std::string& path) override { return inner_.link(path); }
     std::optional<std::vector<std::string>> list(const std::string& dir) override { return inner_.list(dir); }

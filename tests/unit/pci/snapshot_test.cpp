@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/file.hpp"
+#include "pci/config.hpp"
 #include "pci/source.hpp"
 #include "pci/topology.hpp"
 
@@ -59,7 +60,7 @@ TEST_CASE("a snapshot written and read back answers exactly what was recorded", 
     CHECK(src.text("/sys/a/resource") == d.texts["/sys/a/resource"]);
     CHECK_FALSE(src.text("/sys/a/gone"));
     CHECK_FALSE(src.text("/sys/never/recorded"));
-    auto b = src.bytes("/sys/a/config", 64);
+    auto b = src.bytes("/sys/a/config", 0, 64);
     REQUIRE(b);
     CHECK(b->size() == 64);  // a shorter read of the same file gets the prefix
     CHECK((*b)[63] == static_cast<std::uint8_t>(63 * 7));
@@ -69,12 +70,11 @@ TEST_CASE("recording the dual-socket fixture and replaying it gives the same top
     auto inner = open_source(PCI_FIXTURES "/dual-socket.snapshot");
     RecordingSource rec(*inner);
     auto first = read_topology(rec);
-    // Only what can hold something is read: the header of a function without capabilities, 4 KiB of
-    // a PCI Express one.
+    // A snapshot holds prefixes: up to the last dword read (the probe of extended space's end).
     const auto& blobs = rec.recorded().blobs;
-    REQUIRE(blobs.at("/sys/bus/pci/devices/0000:00:00.0/config"));
-    CHECK(blobs.at("/sys/bus/pci/devices/0000:00:00.0/config")->size() == 64);
+    REQUIRE(blobs.at("/sys/bus/pci/devices/0000:1a:00.0/config"));
     CHECK(blobs.at("/sys/bus/pci/devices/0000:1a:00.0/config")->size() == 4096);
+    CHECK(blobs.at("/sys/bus/pci/devices/0000:1e:00.0/config")->size() == 64);  // captured without root
     auto path = temp_path("rerecorded.snapshot");
     write_snapshot(rec.recorded(), path);
     auto again = open_source(path);
@@ -87,6 +87,46 @@ TEST_CASE("recording the dual-socket fixture and replaying it gives the same top
         CHECK(first.devices[i].bars.size() == second.devices[i].bars.size());
         CHECK(first.devices[i].iommu_group == second.devices[i].iommu_group);
     }
+}
+
+// Counts the config bytes a reader asks for.
+class CountingSource final : public Source {
+public:
+    explicit CountingSource(Source& inner) : inner_(inner) {}
+    std::optional<std::string> text(const std::string& p) override { return inner_.text(p); }
+    std::optional<std::vector<std::uint8_t>> bytes(const std::string& p, std::size_t off, std::size_t len) override {
+        auto v = inner_.bytes(p, off, len);
+        if (v && p.ends_with("/config")) config_bytes += v->size();
+        return v;
+    }
+    std::optional<std::string> link(const std::string& p) override { return inner_.link(p); }
+    std::optional<std::vector<std::string>> list(const std::string& d) override { return inner_.list(d); }
+    std::string describe() const override { return inner_.describe(); }
+    std::size_t config_bytes = 0;
+
+private:
+    Source& inner_;
+};
+
+TEST_CASE("a topology reads the config registers it decodes, not whole config spaces", "[pci][snapshot]") {
+    auto data = read_snapshot(PCI_FIXTURES "/dual-socket.snapshot");
+    std::size_t captured = 0;
+    for (const auto& [path, blob] : data.blobs)
+        if (blob && path.ends_with("/config")) captured += blob->size();
+    SnapshotSource inner(data, "dual-socket");
+    CountingSource counting(inner);
+    auto t = read_topology(counting);
+    REQUIRE(t.devices.size() == 23);
+    INFO("read " << counting.config_bytes << " of " << captured << " captured config bytes");
+    CHECK(captured > 60000);  // mostly 4 KiB dumps of PCI Express functions
+    CHECK(counting.config_bytes < captured / 20);
+    // What was read decodes the same as the captured dumps.
+    const auto& gpu = t.devices[*t.find(Bdf::parse("1a:00.0"))];
+    auto full = parse_config(*data.blobs.at("/sys/bus/pci/devices/0000:1a:00.0/config"));
+    CHECK(gpu.link == full.link);
+    CHECK(gpu.port_type == full.port_type);
+    CHECK(gpu.config_bytes == 4096);
+    REQUIRE(gpu.bars.size() >= 2);
 }
 
 TEST_CASE("a snapshot of another format version is refused with both versions named", "[pci][snapshot][bad-input]") {
