@@ -31,6 +31,7 @@ public:
         limits_.max_size = kMaxSize;
         limits_.dst_alignment = model == Model::e1000e ? 2 : 1;
         limits_.max_in_flight = LoopbackQueue::max_copies;
+        limits_.msis_per_send = model == Model::e1000e ? 2 : 1;  // QEMU's e1000e sends each message twice
     }
     ~LoopbackMemcpy() override { remove(); }
 
@@ -70,14 +71,33 @@ public:
         return q_ && q_->wait(static_cast<std::uint64_t>(timeout_ms < 0 ? 0 : timeout_ms) * 1000000);
     }
 
+    const char* failure() const noexcept override {
+        if (!q_ || q_->status == LoopbackQueue::Status::ok) return "";
+        switch (q_->failed_check) {
+            case LoopbackQueue::check_status:
+                return "a frame came back without EOP or with an error bit";
+            case LoopbackQueue::check_length:
+                return "a frame came back with another data length than sent";
+            case LoopbackQueue::check_split:
+                return "a frame came back with its header not split off";
+            case LoopbackQueue::check_header:
+                return "a frame came back that this engine did not send next";
+            case LoopbackQueue::check_head:
+                return "the device reported a TX head outside what was queued";
+            case LoopbackQueue::check_timeout:
+                return "copies did not land in time";
+            default:
+                return "the engine was stopped";
+        }
+    }
+
     void send_msi() noexcept override {
         if (!q_) return;
         const vfio::Mmio& r = registers();
         if (model_ == Model::igb) {
             r.write32(igb::EICS, 1);  // vector 0's cause; EIAC clears it once the message is sent
         } else {
-            // QEMU's e1000e raises only causes not pending yet: clear the cause, unmask it, set it.
-            r.write32(igb::ICR, e1000e::ICR_TXQ1);
+            // Sending cleared the cause and masked it (EIAC): unmask it again, then set it.
             r.write32(igb::IMS, e1000e::ICR_TXQ1);
             r.write32(igb::ICS, e1000e::ICR_TXQ1);
         }
@@ -99,7 +119,11 @@ private:
             r.write32(igb::EIMS, 1);
         } else {
             // 82574 10.2.4.9: only TX queue 1 (never used here) has a valid IVAR entry, to vector 0.
+            // EIAC: the cause clears once its message is sent; a cause left pending would be sent
+            // again with every other interrupt event (seen with QEMU's model: copies fired it).
             r.write32(e1000e::IVAR, (e1000e::IVAR_ENTRY_VALID | 0u) << e1000e::IVAR_TXQ1_SHIFT);
+            r.write32(e1000e::EIAC, e1000e::ICR_TXQ1);
+            r.write32(igb::ICR, ~0u);  // causes left from reset and link-up: pending ones get re-sent
             r.write32(igb::IMS, e1000e::ICR_TXQ1);
         }
         dev_->wait_irq(0, 0);  // nothing may be counted before the first send_msi()

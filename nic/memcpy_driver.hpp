@@ -10,7 +10,8 @@
 // | driver | device         | copy size        | alignment        | in flight | send_msi                          |
 // |--------|----------------|------------------|------------------|-----------|-----------------------------------|
 // | igb    | 82576 (igb)    | 23 B to 32 KiB   | none             | 32        | EICS bit 0 -> MSI-X vector 0      |
-// | e1000e | 82574L (e1000e)| 23 B to 32 KiB   | destination even | 32        | ICS TXQ1 cause -> MSI-X vector 0  |
+// | e1000e | 82574L (e1000e)| 23 B to 32 KiB   | destination even | 32        | ICS TXQ1 cause -> MSI-X vector 0, |
+// |        |                |                  |                  |           | twice (QEMU's model, below)       |
 //
 // - Minimum 23 bytes: a shorter frame would stay whole in igb's header buffer (or be padded).
 // - e1000e's destination must be even: in its packet split write-back the status dword (DD in bit 0)
@@ -19,7 +20,9 @@
 // - Neither can tell a copy to or from an unmapped IOVA from a good one: QEMU's models drop the data
 //   (the IOMMU refuses it) and still report the frame done; only the content tells.
 // - A failed memcpy_wait() leaves the engine stopped (it refuses every later copy): init() it again.
-// - send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI.
+// - send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI. QEMU's e1000e
+//   (10.0) sends every ICS-raised MSI-X message twice (seen in the lab for the RXQ1, TXQ0, TXQ1 and
+//   Other causes, with and without auto-clear): its msis_per_send is 2, and the eventfd reads 2.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +39,7 @@ struct MemcpyLimits {
     std::size_t max_size = 0;         // max_in_flight copies of max_size fit at once
     std::size_t dst_alignment = 1;    // the destination IOVA is a multiple of this
     std::uint32_t max_in_flight = 0;  // copies started before one memcpy_wait()
+    std::uint32_t msis_per_send = 1;  // messages one send_msi() delivers to msi_fd()
 };
 
 class MemcpyDriver {
@@ -59,6 +63,9 @@ public:
     // Waits until every queued copy has landed: false on timeout, or when the device wrote back
     // something other than what was sent (then init() again).
     virtual bool memcpy_wait(int timeout_ms) noexcept = 0;
+
+    // Why the last memcpy_wait() failed, in words ("" while nothing failed).
+    virtual const char* failure() const noexcept = 0;
 
     // Raises MSI-X vector 0 now; it arrives on msi_fd(), an eventfd.
     virtual void send_msi() noexcept = 0;

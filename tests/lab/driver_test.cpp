@@ -63,7 +63,9 @@ struct Fixture {
     void memcpy_checked(std::size_t dst, std::size_t src, std::size_t size) {
         INFO(driver->name() << ": copy of " << size << " bytes to +" << dst << " from +" << src);
         REQUIRE(driver->memcpy_start(iova(dst), iova(src), size));
-        REQUIRE(driver->memcpy_wait(kTimeoutMs));
+        bool ok = driver->memcpy_wait(kTimeoutMs);
+        INFO(driver->failure());
+        REQUIRE(ok);
         CHECK(std::memcmp(at(dst), at(src), size) == 0);
     }
 
@@ -84,6 +86,20 @@ struct Fixture {
     void check_untouched_except(std::size_t dst, std::size_t size) { check_untouched_except({{dst, size}}); }
 
     bool msi_pending() const { return device->wait_irq(0, 0) != 0; }
+
+    // Raises one MSI: the eventfd must read what the driver says one send delivers (1, as in the
+    // selftest; 2 for QEMU's e1000e), and then nothing more.
+    void send_msi_checked() {
+        driver->send_msi();
+        std::uint64_t n = 0;
+        while (n < driver->limits().msis_per_send) {
+            std::uint64_t got = device->wait_irq(0, kTimeoutMs);
+            if (got == 0) break;
+            n += got;
+        }
+        CHECK(n == driver->limits().msis_per_send);
+        CHECK_FALSE(msi_pending());
+    }
 
     labenv::Lab lab;
     std::unique_ptr<vfio::Domain> domain;
@@ -180,9 +196,7 @@ TEST_CASE("vfio_pci_driver_test.memcpy_to_unmapped_region", "[lab][driver]") {
 TEST_CASE("vfio_pci_driver_test.send_msi", "[lab][driver]") {
     Fixture f;
     CHECK_FALSE(f.msi_pending());
-    f.driver->send_msi();
-    CHECK(f.device->wait_irq(0, kTimeoutMs) == 1);  // the eventfd reads 1
-    CHECK_FALSE(f.msi_pending());
+    f.send_msi_checked();
 }
 
 TEST_CASE("vfio_pci_driver_test.mix_and_match", "[lab][driver]") {
@@ -194,8 +208,7 @@ TEST_CASE("vfio_pci_driver_test.mix_and_match", "[lab][driver]") {
         f.memcpy_checked(kDst, kSrc, size);
         f.check_untouched_except(kDst, size);
         CHECK_FALSE(f.msi_pending());
-        f.driver->send_msi();
-        CHECK(f.device->wait_irq(0, kTimeoutMs) == 1);
+        f.send_msi_checked();
     }
 }
 
@@ -217,7 +230,9 @@ TEST_CASE("vfio_pci_driver_test.memcpy_storm", "[lab][driver]") {
         for (std::uint32_t c = 0; c < l.max_in_flight; ++c) {
             REQUIRE(f.driver->memcpy_start(f.iova(kStorm + c * stride), f.iova(kSrc), size));
         }
-        REQUIRE(f.driver->memcpy_wait(kTimeoutMs));
+        bool ok = f.driver->memcpy_wait(kTimeoutMs);
+        INFO(f.driver->failure());
+        REQUIRE(ok);
         for (std::uint32_t c = 0; c < l.max_in_flight; ++c) {
             INFO("round " << rounds << " copy " << c);
             REQUIRE(std::memcmp(f.at(kStorm + c * stride), f.at(kSrc), size) == 0);
