@@ -31,7 +31,7 @@ public:
         limits_.max_size = kMaxSize;
         limits_.dst_alignment = model == Model::e1000e ? 2 : 1;
         limits_.max_in_flight = LoopbackQueue::max_copies;
-        limits_.msis_per_send = model == Model::e1000e ? 2 : 1;  // QEMU's e1000e sends each message twice
+        limits_.max_msis_per_send = model == Model::e1000e ? 2 : 1;  // QEMU's e1000e: 1 or 2 (header)
     }
     ~LoopbackMemcpy() override { remove(); }
 

@@ -10,8 +10,8 @@
 // | driver | device         | copy size        | alignment        | in flight | send_msi                          |
 // |--------|----------------|------------------|------------------|-----------|-----------------------------------|
 // | igb    | 82576 (igb)    | 23 B to 32 KiB   | none             | 32        | EICS bit 0 -> MSI-X vector 0      |
-// | e1000e | 82574L (e1000e)| 23 B to 32 KiB   | destination even | 32        | ICS TXQ1 cause -> MSI-X vector 0, |
-// |        |                |                  |                  |           | twice (QEMU's model, below)       |
+// | e1000e | 82574L (e1000e)| 23 B to 32 KiB   | destination even | 32        | ICS TXQ1 cause -> MSI-X vector 0  |
+// |        |                |                  |                  |           | (QEMU's model: 1 or 2 messages)   |
 //
 // - Minimum 23 bytes: a shorter frame would stay whole in igb's header buffer (or be padded).
 // - e1000e's destination must be even: in its packet split write-back the status dword (DD in bit 0)
@@ -21,8 +21,9 @@
 //   (the IOMMU refuses it) and still report the frame done; only the content tells.
 // - A failed memcpy_wait() leaves the engine stopped (it refuses every later copy): init() it again.
 // - send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI. QEMU's e1000e
-//   (10.0) sends every ICS-raised MSI-X message twice (seen in the lab for the RXQ1, TXQ0, TXQ1 and
-//   Other causes, with and without auto-clear): its msis_per_send is 2, and the eventfd reads 2.
+//   (10.0) delivers one or two messages per ICS, at random (seen in the lab in MSI and MSI-X mode, for
+//   the RXQ1, TXQ0, TXQ1 and Other causes, with and without auto-clear and throttling off); igb's EICS
+//   delivers exactly one. Hence max_msis_per_send: 1 for igb, 2 for e1000e.
 #pragma once
 
 #include <cstddef>
@@ -35,11 +36,11 @@
 namespace bardrive::nic {
 
 struct MemcpyLimits {
-    std::size_t min_size = 0;         // bytes per copy
-    std::size_t max_size = 0;         // max_in_flight copies of max_size fit at once
-    std::size_t dst_alignment = 1;    // the destination IOVA is a multiple of this
-    std::uint32_t max_in_flight = 0;  // copies started before one memcpy_wait()
-    std::uint32_t msis_per_send = 1;  // messages one send_msi() delivers to msi_fd()
+    std::size_t min_size = 0;             // bytes per copy
+    std::size_t max_size = 0;             // max_in_flight copies of max_size fit at once
+    std::size_t dst_alignment = 1;        // the destination IOVA is a multiple of this
+    std::uint32_t max_in_flight = 0;      // copies started before one memcpy_wait()
+    std::uint32_t max_msis_per_send = 1;  // messages one send_msi() may deliver to msi_fd() (at least one)
 };
 
 class MemcpyDriver {

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <memory>
 #include <random>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,11 +34,6 @@ constexpr int kTimeoutMs = 30000;  // a hang, not a speed limit: TCG on a loaded
 // destinations at 256 KiB, the storm's destinations from 512 KiB, 8 KiB apart.
 constexpr std::size_t kSrc = 0, kDst = 256 << 10, kStorm = 512 << 10, kStormGap = 8 << 10;
 
-const char* mode() {
-    const char* m = std::getenv("BARDRIVE_IOMMU");
-    return m ? m : "";
-}
-
 struct Fixture {
     Fixture() : lab(labenv::lab_or_skip()) {
         if (!std::getenv("BARDRIVE_IOMMU")) SKIP("run under lab/each-iommu-mode, which sets BARDRIVE_IOMMU");
@@ -55,6 +49,8 @@ struct Fixture {
         driver->init();
         std::printf("driver %s on %s, IOMMU mode %s\n", driver->name(), lab.nics[0].str().c_str(), mode());
     }
+
+    const char* mode() const { return vfio::to_string(domain->backend()); }
 
     std::uint8_t* at(std::size_t off) { return reinterpret_cast<std::uint8_t*>(mem.data()) + off; }
     std::uint64_t iova(std::size_t off) const { return map.iova() + off; }
@@ -87,17 +83,18 @@ struct Fixture {
 
     bool msi_pending() const { return device->wait_irq(0, 0) != 0; }
 
-    // Raises one MSI: the eventfd must read what the driver says one send delivers (1, as in the
-    // selftest; 2 for QEMU's e1000e), and then nothing more.
+    // Raises one MSI: the eventfd must read 1, as in the selftest, or for a device that may repeat it
+    // (QEMU's e1000e: MemcpyLimits::max_msis_per_send) up to that many; then nothing more. A repeat
+    // comes within milliseconds; one later than the settling wait would fail the next no-MSI check.
     void send_msi_checked() {
+        const std::uint32_t most = driver->limits().max_msis_per_send;
         driver->send_msi();
-        std::uint64_t n = 0;
-        while (n < driver->limits().msis_per_send) {
-            std::uint64_t got = device->wait_irq(0, kTimeoutMs);
-            if (got == 0) break;
-            n += got;
+        std::uint64_t n = device->wait_irq(0, kTimeoutMs);
+        CHECK(n >= 1);
+        if (most > 1) {
+            for (std::uint64_t more; n < most && (more = device->wait_irq(0, 500)) != 0;) n += more;
         }
-        CHECK(n == driver->limits().msis_per_send);
+        CHECK(n <= most);
         CHECK_FALSE(msi_pending());
     }
 
@@ -118,9 +115,9 @@ struct Unmapped {
     std::uint64_t iova;
 };
 
-void skip_without_iommu() {
+void skip_without_iommu(const Fixture& f) {
     // Without an IOMMU an IOVA is a physical address: "unmapped" would be someone's memory.
-    if (std::string(mode()) == "noiommu") SKIP("no-IOMMU mode: no unmapped IOVA exists, DMA reaches any address");
+    if (f.domain->iova_is_physical()) SKIP("no-IOMMU mode: no unmapped IOVA exists, DMA reaches any address");
 }
 
 // After DMA from or to nowhere the device must still copy; an engine that broke is initialised again.
@@ -172,7 +169,7 @@ TEST_CASE("vfio_pci_driver_test.memcpy_success", "[lab][driver]") {
 
 TEST_CASE("vfio_pci_driver_test.memcpy_from_unmapped_region", "[lab][driver]") {
     Fixture f;
-    skip_without_iommu();
+    skip_without_iommu(f);
     Unmapped nowhere(f);
     REQUIRE(f.driver->memcpy_start(f.iova(kDst), nowhere.iova, 4096));
     bool ok = f.driver->memcpy_wait(kTimeoutMs);  // QEMU's models report the frames done
@@ -184,7 +181,7 @@ TEST_CASE("vfio_pci_driver_test.memcpy_from_unmapped_region", "[lab][driver]") {
 
 TEST_CASE("vfio_pci_driver_test.memcpy_to_unmapped_region", "[lab][driver]") {
     Fixture f;
-    skip_without_iommu();
+    skip_without_iommu(f);
     Unmapped nowhere(f);
     REQUIRE(f.driver->memcpy_start(nowhere.iova, f.iova(kSrc), 4096));
     bool ok = f.driver->memcpy_wait(kTimeoutMs);
@@ -246,6 +243,6 @@ TEST_CASE("vfio_pci_driver_test.memcpy_storm", "[lab][driver]") {
     for (std::uint32_t c = 0; c < l.max_in_flight; ++c) dsts.emplace_back(kStorm + c * stride, size);
     f.check_untouched_except(dsts);
     std::printf("benchmark: memcpy_storm %s %s: %llu copies of %zu bytes (%u in flight) in %.1f s, %.1f MiB/s\n",
-                f.driver->name(), mode(), static_cast<unsigned long long>(copies), size, l.max_in_flight, took,
+                f.driver->name(), f.mode(), static_cast<unsigned long long>(copies), size, l.max_in_flight, took,
                 static_cast<double>(copies * size) / took / (1 << 20));
 }
