@@ -68,6 +68,12 @@ MacAddress read_mac(const vfio::Mmio& regs, const std::string& who) {
     return mac;
 }
 
+void write_mac(const vfio::Mmio& regs, const MacAddress& mac) noexcept {
+    const auto& b = mac.bytes;
+    regs.write32(r::RAL(0), b[0] | b[1] << 8 | b[2] << 16 | static_cast<std::uint32_t>(b[3]) << 24);
+    regs.write32(r::RAH(0), b[4] | b[5] << 8 | r::RAH_AV);
+}
+
 bool link_up(const vfio::Mmio& regs) noexcept { return regs.read32(r::STATUS) & r::status::LU; }
 
 unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept {

@@ -71,6 +71,8 @@ void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg
 void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loopback, int timeout_ms);
 // The address the device loaded into RAL0/RAH0; throws when RAH0.AV is clear.
 MacAddress read_mac(const vfio::Mmio& regs, const std::string& who);
+// Puts `mac` into RAL0/RAH0 (valid) in place of the one loaded from the EEPROM.
+void write_mac(const vfio::Mmio& regs, const MacAddress& mac) noexcept;
 bool link_up(const vfio::Mmio& regs) noexcept;
 unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept;
 // Reads the clear-on-read counters and adds them to `totals`.

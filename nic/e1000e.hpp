@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "../dma/buffer_pool.hpp"
@@ -12,7 +13,9 @@
 #include "../vfio/device.hpp"
 #include "../vfio/mmio.hpp"
 #include "e1000_common.hpp"
+#include "mac_address.hpp"
 #include "packet.hpp"
+#include "queue_pair.hpp"
 #include "ring.hpp"
 
 namespace bardrive::nic {
@@ -21,8 +24,20 @@ struct E1000eOptions {
     std::uint32_t rx_ring = 256;  // descriptors: a power of two from 8 to 32768
     std::uint32_t tx_ring = 256;
     bool promiscuous = false;
+    bool broadcast = true;  // accept broadcast frames (RCTL.BAM)
     Loopback loopback = Loopback::none;
     int link_timeout_ms = 5000;
+    // Longest frame, without CRC: 1514 up to 9014 (the 82574's 9018-byte jumbo frames); above 1514 the
+    // device accepts long packets (RCTL.LPE). The driver's own rings take standard frames only.
+    std::uint32_t max_frame = 1514;
+    std::optional<MacAddress> mac;  // the station address instead of the EEPROM's
+    // The rings are driven from outside (a DMA engine such as nic::LoopbackQueue) through queue_pair():
+    // packet split receive descriptors with a header buffer of rx_header_bytes (128 to 16256 in steps of
+    // 128, PSRCTL.BSIZE0) and a data buffer of rx_buffer_bytes (1 to 63 KiB in whole KiB, BSIZE1); the
+    // rings start empty and no pool is used.
+    std::uint32_t rx_buffer_bytes = 0;
+    std::uint32_t rx_header_bytes = 0;
+    bool external_queues = false;
 };
 
 // Same contract as nic::Igb (see igb.hpp): the constructor takes the device over and throws
@@ -33,6 +48,8 @@ class E1000e {
 public:
     E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool,
            const E1000eOptions& options = {});
+    // For options.external_queues: no receive pool.
+    E1000e(vfio::Device& device, dma::IovaAllocator& iovas, const E1000eOptions& options);
     ~E1000e();
     E1000e(const E1000e&) = delete;
     E1000e& operator=(const E1000e&) = delete;
@@ -47,8 +64,17 @@ public:
     const TxRingCounters& tx_counters() const noexcept { return tx_.counters(); }
     const DeviceStats& device_stats() noexcept;
 
+    static bool drives(std::uint16_t vendor, std::uint16_t device) noexcept;  // the 82574L
+
+    const E1000eOptions& options() const noexcept { return options_; }
+    const vfio::Device& device() const noexcept { return *dev_; }
+    const vfio::Mmio& registers() const noexcept { return bar0_; }
+    // The queue pair's raw pieces (options.external_queues), with rx_ring + tx_ring header slots of
+    // rx_header_bytes each. Throws bardrive::Error unless the port was opened with external_queues.
+    QueuePair queue_pair() const;
+
 private:
-    void init(const E1000eOptions& o, dma::IovaAllocator& iovas);
+    void init(const E1000eOptions& o);
     void refill() noexcept;
     void stop() noexcept;
 
@@ -62,6 +88,7 @@ private:
     std::uint32_t rx_tail_ = 0, tx_tail_ = 0;
     MacAddress mac_;
     DeviceStats device_stats_;
+    E1000eOptions options_;
 };
 
 }  // namespace bardrive::nic

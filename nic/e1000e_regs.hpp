@@ -5,6 +5,7 @@
 // at the 82576's offsets in igb_regs.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "igb_desc.hpp"
@@ -24,8 +25,19 @@ inline constexpr Reg TDBAH = 0x3804;
 inline constexpr Reg TDLEN = 0x3808;
 inline constexpr Reg TDH = 0x3810;
 inline constexpr Reg TDT = 0x3818;
-inline constexpr Reg RFCTL = 0x5008;                    // receive filter control
-inline constexpr std::uint32_t RFCTL_EXTEN = 1u << 15;  // extended receive descriptors
+inline constexpr Reg RFCTL = 0x5008;                      // receive filter control
+inline constexpr std::uint32_t RFCTL_EXTEN = 1u << 15;    // extended receive descriptors
+inline constexpr Reg PSRCTL = 0x2170;                     // packet split buffer sizes (10.2.5.3)
+inline constexpr std::uint32_t PSRCTL_BSIZE0_UNIT = 128;  // bits 6:0, header buffer, in 128 bytes
+inline constexpr std::uint32_t PSRCTL_BSIZE1_SHIFT = 8;   // bits 13:8, data buffer 1, in KiB
+inline constexpr std::uint32_t RCTL_DTYP_PS = 1u << 10;   // RCTL.DTYP 01b: packet split descriptors
+inline constexpr std::uint32_t RCTL_LPE = 1u << 5;        // long packets (above 1522 bytes)
+// Interrupts (10.2.4): ICR/ICS/IMS at the 82576's offsets; IVAR maps causes to MSI-X vectors.
+inline constexpr Reg IVAR = 0x00E4;
+inline constexpr Reg EIAC = 0x00DC;                   // MSI-X causes that clear themselves (and mask: IMS) once sent
+inline constexpr std::uint32_t ICR_TXQ1 = 1u << 23;   // TX queue 1's cause (this driver never uses queue 1)
+inline constexpr std::uint32_t IVAR_TXQ1_SHIFT = 12;  // its 4-bit entry: vector 2:0, valid bit 3
+inline constexpr std::uint32_t IVAR_ENTRY_VALID = 0x8;
 
 inline constexpr std::uint16_t DEVICE_82574L = 0x10D3;
 
@@ -36,5 +48,33 @@ inline constexpr std::uint16_t DEVICE_82574L = 0x10D3;
 using RxDesc = igb::AdvRxDesc;
 using TxDesc = igb::AdvTxDesc;
 static_assert(sizeof(RxDesc) == 16 && sizeof(TxDesc) == 16);
+
+// 7.1.5.3: packet split receive descriptor (RFCTL.EXTEN, RCTL.DTYP 01b), 32 bytes: the protocol header
+// goes to buffer 0, the data to buffers 1-3. The write-back's status dword overlays buffer 1's low
+// half, so buffer 1 must be even (its bit 0 reads as DD).
+union PsRxDesc {
+    struct Read {
+        std::uint64_t buffer_addr[4];
+    } read;
+    struct Writeback {
+        std::uint32_t mrq;
+        std::uint32_t rss;           // RSS hash or IP id + checksum
+        std::uint32_t status_error;  // extended status (DD bit 0, EOP bit 1) and errors (bits 31:24)
+        std::uint16_t length0;       // bytes in buffer 0 (the header)
+        std::uint16_t vlan;
+        std::uint16_t header_status;  // HDRSP bit 15: the header was split off; its length in bits 9:0
+        std::uint16_t length[3];      // bytes in buffers 1-3
+        std::uint64_t reserved;
+    } wb;
+};
+static_assert(sizeof(PsRxDesc) == 32, "7.1.5.3: packet split descriptors are 32 bytes");
+static_assert(offsetof(PsRxDesc::Writeback, status_error) == 8 && offsetof(PsRxDesc::Writeback, length0) == 12);
+static_assert(offsetof(PsRxDesc::Writeback, header_status) == 16 && offsetof(PsRxDesc::Writeback, length) == 18);
+
+namespace psd {
+inline constexpr std::uint32_t ERR_MASK = 0xffu << 24;
+inline constexpr std::uint16_t HDRSP = 1u << 15;
+inline constexpr std::uint16_t HDRLEN_MASK = 0x3ff;
+}  // namespace psd
 
 }  // namespace bardrive::nic::e1000e

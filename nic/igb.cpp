@@ -112,11 +112,7 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* 
 
     e1000x::reset(bar0_, who, true);
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
-    if (o.mac) {
-        const auto& b = o.mac->bytes;
-        bar0_.write32(igb::RAL(0), b[0] | b[1] << 8 | b[2] << 16 | static_cast<std::uint32_t>(b[3]) << 24);
-        bar0_.write32(igb::RAH(0), b[4] | b[5] << 8 | igb::RAH_AV);
-    }
+    if (o.mac) e1000x::write_mac(bar0_, *o.mac);
     mac_ = e1000x::read_mac(bar0_, who);
 
     // Ring memory: every ring on its own 4 KiB boundary (128 bytes would do), then the head write-back words.
@@ -141,11 +137,15 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* 
 
 Igb::~Igb() { stop(); }
 
+bool Igb::drives(std::uint16_t vendor, std::uint16_t device) noexcept {
+    return vendor == igb::VENDOR_INTEL &&
+           std::find(std::begin(kSupportedDevices), std::end(kSupportedDevices), device) != std::end(kSupportedDevices);
+}
+
 void Igb::check_identity() const {
     std::uint16_t vendor = dev_->config_read16(0x00);
     std::uint16_t id = dev_->config_read16(0x02);
-    if (vendor != igb::VENDOR_INTEL ||
-        std::find(std::begin(kSupportedDevices), std::end(kSupportedDevices), id) == std::end(kSupportedDevices)) {
+    if (!drives(vendor, id)) {
         char ids[16];
         std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
         throw Error("open igb", dev_->bdf().str(), log::concat("device ", ids, " is not an Intel 82576"),
@@ -439,7 +439,8 @@ QueuePair Igb::queue_pair(std::uint16_t queue) const {
                      tx_[queue].head_wb,
                      headers,
                      ring_mapping_.iova_of(headers),
-                     header_slot(options_)};
+                     header_slot(options_),
+                     nullptr};
 }
 
 // Stop the device before its rings and buffers go away: disable, mask, reset (no DMA after this),

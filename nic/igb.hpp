@@ -74,6 +74,9 @@ public:
     bool wait_rx(std::uint16_t queue, int timeout_ms) noexcept;
     static void release(const Packet& p) noexcept;  // gives a received frame's buffer back to its pool
 
+    // Whether nic::Igb takes a device with these IDs (the 82576 family).
+    static bool drives(std::uint16_t vendor, std::uint16_t device) noexcept;
+
     const IgbOptions& options() const noexcept { return options_; }
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept;

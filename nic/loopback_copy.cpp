@@ -15,6 +15,8 @@ constexpr std::uint32_t kSrcIp = 0xa9fe4201;  // 169.254.66.1
 constexpr std::uint32_t kDstIp = 0xa9fe4202;  // 169.254.66.2
 constexpr std::uint16_t kDstPort = 0xbd00;
 constexpr std::uint16_t kFirstSrcPort = 49152;
+// PSRCTL.BSIZE0 counts in 128 bytes: the smallest header buffer the 82574 offers.
+constexpr std::uint32_t kE1000eHeaderSlot = 128;
 
 std::uint32_t round_up(std::uint32_t v, std::uint32_t a) { return (v + a - 1) / a * a; }
 
@@ -32,47 +34,31 @@ std::uint32_t payload_of(const IgbOptions& o) {
     std::uint32_t by_buffer = o.rx_buffer_bytes - LoopbackQueue::header_bytes;  // QEMU counts the header in
     return std::min(by_frame, by_buffer) / 1024 * 1024;
 }
-}  // namespace
 
-IgbOptions loopback_port_options(std::uint16_t queues, std::uint32_t ring, std::uint32_t payload) {
-    if (payload < 1024 || payload % 1024 != 0 || payload + LoopbackQueue::header_bytes > 9724) {
-        throw Error("configure loopback engine", log::concat(payload, " data bytes per frame"),
-                    "frames carry 1 to 9 KiB of data, in whole KiB");
-    }
-    IgbOptions o;
-    o.rx_queues = o.tx_queues = queues;
-    o.rx_ring = o.tx_ring = ring;
-    o.loopback = Loopback::mac;
-    o.broadcast = false;
-    o.mac = loopback_engine_mac;
-    o.external_queues = true;
-    o.rx_header_bytes = LoopbackQueue::header_slot;
-    // QEMU's model counts the split header into the buffer when it checks for room: one KiB more.
-    o.rx_buffer_bytes = round_up(payload + LoopbackQueue::header_bytes, 1024);
-    o.max_frame = std::max<std::uint32_t>(1514, payload + LoopbackQueue::header_bytes);
-    return o;
+// Data bytes per frame an e1000e port was opened for, 0 if it was not opened as an engine port.
+std::uint32_t payload_of(const E1000eOptions& o) {
+    if (o.loopback != Loopback::mac || !o.external_queues || o.rx_header_bytes != kE1000eHeaderSlot || o.promiscuous)
+        return 0;
+    return std::min(o.max_frame - LoopbackQueue::header_bytes, o.rx_buffer_bytes) / 1024 * 1024;
 }
 
-LoopbackQueue make_loopback_queue(const Igb& port, std::uint16_t queue) {
-    const IgbOptions& o = port.options();
-    std::uint32_t payload = payload_of(o);
-    if (payload == 0) {
-        throw Error("open loopback DMA engine", port.device().bdf().str(),
-                    "the port is not open as an engine (MAC loopback, external queues, header split)",
-                    "open the nic::Igb with nic::loopback_port_options()");
+void check_payload(std::uint32_t payload, std::uint32_t limit) {
+    if (payload < 1024 || payload % 1024 != 0 || payload + LoopbackQueue::header_bytes > limit) {
+        throw Error("configure loopback engine", log::concat(payload, " data bytes per frame"),
+                    log::concat("frames carry 1 KiB to ", (limit - LoopbackQueue::header_bytes) / 1024,
+                                " KiB of data, in whole KiB"));
     }
-    QueuePair qp = port.queue_pair(queue);  // throws for a queue the port does not have
+}
+
+// The engine's fixed part: the payload, the UDP source port, and the header template: Ethernet to
+// ourselves from ourselves, IPv4 (20 bytes, don't fragment, TTL 64), UDP. Total length, id, checksum
+// and UDP length are filled per frame (LoopbackQueue::write_header).
+LoopbackQueue engine(const QueuePair& qp, std::uint32_t payload, std::uint16_t port, const MacAddress& mac) {
     LoopbackQueue q{};
     q.qp = qp;
     q.payload = payload;
-    q.port = kFirstSrcPort;
-    if (o.rx_queues > 1) {
-        while (rss_queue(rss_hash_ipv4(kSrcIp, kDstIp, q.port, kDstPort), o.rx_queues) != queue) ++q.port;
-    }
-    // Ethernet to ourselves from ourselves, IPv4 (20 bytes, don't fragment, TTL 64), UDP. Total length,
-    // id, checksum and UDP length are filled per frame (LoopbackQueue::write_header).
+    q.port = port;
     std::uint8_t* h = q.header;
-    const MacAddress mac = port.mac();
     std::copy(mac.bytes.begin(), mac.bytes.end(), h);
     std::copy(mac.bytes.begin(), mac.bytes.end(), h + 6);
     put(h + 12, 0x0800, 2);
@@ -87,7 +73,65 @@ LoopbackQueue make_loopback_queue(const Igb& port, std::uint16_t queue) {
     q.status = LoopbackQueue::Status::ok;
     return q;
 }
+}  // namespace
+
+IgbOptions loopback_port_options(std::uint16_t queues, std::uint32_t ring, std::uint32_t payload) {
+    check_payload(payload, 9724);
+    IgbOptions o;
+    o.rx_queues = o.tx_queues = queues;
+    o.rx_ring = o.tx_ring = ring;
+    o.loopback = Loopback::mac;
+    o.broadcast = false;
+    o.mac = loopback_engine_mac;
+    o.external_queues = true;
+    o.rx_header_bytes = LoopbackQueue::header_slot;
+    // QEMU's model counts the split header into the buffer when it checks for room: one KiB more.
+    o.rx_buffer_bytes = round_up(payload + LoopbackQueue::header_bytes, 1024);
+    o.max_frame = std::max<std::uint32_t>(1514, payload + LoopbackQueue::header_bytes);
+    return o;
+}
+
+E1000eOptions loopback_e1000e_options(std::uint32_t ring, std::uint32_t payload) {
+    check_payload(payload, 9014);
+    E1000eOptions o;
+    o.rx_ring = o.tx_ring = ring;
+    o.loopback = Loopback::mac;
+    o.broadcast = false;
+    o.mac = loopback_engine_mac;
+    o.external_queues = true;
+    o.rx_header_bytes = kE1000eHeaderSlot;
+    o.rx_buffer_bytes = payload;  // packet split: the header goes to its own buffer
+    o.max_frame = std::max<std::uint32_t>(1514, payload + LoopbackQueue::header_bytes);
+    return o;
+}
+
+LoopbackQueue make_loopback_queue(const Igb& port, std::uint16_t queue) {
+    const IgbOptions& o = port.options();
+    std::uint32_t payload = payload_of(o);
+    if (payload == 0) {
+        throw Error("open loopback DMA engine", port.device().bdf().str(),
+                    "the port is not open as an engine (MAC loopback, external queues, header split)",
+                    "open the nic::Igb with nic::loopback_port_options()");
+    }
+    QueuePair qp = port.queue_pair(queue);  // throws for a queue the port does not have
+    std::uint16_t udp = kFirstSrcPort;
+    if (o.rx_queues > 1) {
+        while (rss_queue(rss_hash_ipv4(kSrcIp, kDstIp, udp, kDstPort), o.rx_queues) != queue) ++udp;
+    }
+    return engine(qp, payload, udp, port.mac());
+}
+
+LoopbackQueue make_loopback_queue(const E1000e& port) {
+    std::uint32_t payload = payload_of(port.options());
+    if (payload == 0) {
+        throw Error("open loopback DMA engine", port.device().bdf().str(),
+                    "the port is not open as an engine (MAC loopback, external queues, packet split)",
+                    "open the nic::E1000e with nic::loopback_e1000e_options()");
+    }
+    return engine(port.queue_pair(), payload, kFirstSrcPort, port.mac());  // one queue: no RSS to steer
+}
 
 LoopbackCopy::LoopbackCopy(Igb& port, std::uint16_t queue) : q_(make_loopback_queue(port, queue)) {}
+LoopbackCopy::LoopbackCopy(E1000e& port) : q_(make_loopback_queue(port)) {}
 
 }  // namespace bardrive::nic

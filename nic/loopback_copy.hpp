@@ -1,4 +1,4 @@
-// LoopbackCopy: an igb port in MAC loopback used as a DMA engine (the "device as DMA engine" face of
+// LoopbackCopy: an igb (or e1000e) port in MAC loopback used as a DMA engine (the "device as DMA engine" face of
 // Linux's VFIO selftests): memory at one IOVA is sent as frames and received at another IOVA, so the
 // NIC copies it without the CPU touching the bytes. Both ranges must be mapped in the port's domain.
 // The engine itself is nic::LoopbackQueue (loopback_queue.hpp): one queue pair, frames with a UDP header
@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "e1000e.hpp"
 #include "igb.hpp"
 #include "loopback_queue.hpp"
 
@@ -28,9 +29,14 @@ inline constexpr std::uint32_t loopback_default_payload = 4096;
 IgbOptions loopback_port_options(std::uint16_t queues = 1, std::uint32_t ring = 512,
                                  std::uint32_t payload = loopback_default_payload);
 
+// The same for an e1000e (one queue pair; packet split descriptors keep the header out of the data,
+// jumbo frames up to 8 KiB of data).
+E1000eOptions loopback_e1000e_options(std::uint32_t ring = 512, std::uint32_t payload = loopback_default_payload);
+
 // An engine on queue pair `queue` of `port`: the UDP port RSS maps to it, the header template. Throws
-// bardrive::Error unless the port was opened with loopback_port_options().
+// bardrive::Error unless the port was opened with loopback_port_options() (loopback_e1000e_options()).
 LoopbackQueue make_loopback_queue(const Igb& port, std::uint16_t queue);
+LoopbackQueue make_loopback_queue(const E1000e& port);
 
 class LoopbackCopy {
 public:
@@ -38,6 +44,8 @@ public:
 
     // Throws bardrive::Error unless `port` was opened with port_options() (or loopback_port_options()).
     explicit LoopbackCopy(Igb& port, std::uint16_t queue = 0);
+    // Throws unless `port` was opened with loopback_e1000e_options().
+    explicit LoopbackCopy(E1000e& port);
 
     // Queues a copy of `size` bytes (at least LoopbackQueue::min_data, 23: a shorter frame would stay
     // in the header buffer whole), cut into frames. False (nothing queued) when the size is too small or

@@ -1,4 +1,4 @@
-// LoopbackQueue: one igb queue pair in MAC loopback used as a DMA copy engine, driven by whoever calls
+// LoopbackQueue: one igb (or e1000e) queue pair in MAC loopback used as a DMA copy engine, driven by whoever calls
 // it: a CPU thread, or a GPU thread whose GPU can reach the NIC's BAR and the ring memory. Header-only
 // and __host__ __device__ so both run the same code.
 //
@@ -6,7 +6,8 @@
 // 42-byte Ethernet/IPv4/UDP header from this queue's header slot, then the data read straight from the
 // source IOVA. Receive header split (SRRCTL.DESCTYPE 101b) puts the header into the RX descriptor's
 // header slot and the data, and nothing else, at the destination IOVA: no header lands in the
-// destination or next to it. RSS brings the frame back to this queue's own RX ring because the UDP
+// destination or next to it. (The 82574 does the same with its packet split descriptors: header to
+// buffer 0, data to buffer 1; QueuePair::rx_ps.) RSS brings the frame back to this queue's own RX ring because the UDP
 // source port was chosen so (nic/rss.hpp). The CPU copies no data byte.
 //
 // Nothing the device writes back is believed unchecked: a frame counts as landed only with DD and EOP
@@ -95,25 +96,28 @@ struct LoopbackQueue {
         for (std::uint32_t k = 0; k < n; ++k) {
             std::uint32_t len = frame_data(size - off);
             std::uint32_t i = rx_tail & (qp.rx_size - 1);
-            qp.rx[i].read.pkt_addr = dst + off;
-            qp.rx[i].read.hdr_addr = qp.headers_iova + std::uint64_t{i} * qp.header_slot;  // even: clears DD
+            post_rx(i, dst + off, qp.headers_iova + std::uint64_t{i} * qp.header_slot);
             rx_tail = (rx_tail + 1) & (qp.rx_size - 1);
             off += len;
         }
         copies[(copy_head + copy_count) % max_copies] = Copy{size};
         ++copy_count;
         io::wmb();
-        *qp.rdt = rx_tail;
+        // QEMU's e1000e (10.0) counts RDH/RDT in 16-byte units even for 32-byte packet split descriptors
+        // (seen in the lab: one frame moves RDH by 2), so its tail is twice the descriptor index.
+        *qp.rdt = qp.rx_ps ? 2 * rx_tail : rx_tail;
         off = 0;
         for (std::uint32_t k = 0; k < n; ++k) {
             std::uint32_t len = frame_data(size - off);
             std::uint32_t t = tx_tail & (qp.tx_size - 1);
             std::uint64_t slot = std::uint64_t{qp.rx_size + t} * qp.header_slot;
             write_header(qp.headers + slot, len, tx_seq++);
-            constexpr std::uint32_t data_desc = igb::txd::DTYP_DATA | igb::txd::CMD_DEXT | igb::txd::CMD_IFCS;
+            // The 82574's extended data descriptor: another type, and no PAYLEN (those bits are its VLAN).
+            const std::uint32_t data_desc =
+                (qp.rx_ps ? igb::txd::DTYP_E1000E_DATA : igb::txd::DTYP_DATA) | igb::txd::CMD_DEXT | igb::txd::CMD_IFCS;
             qp.tx[t].read.buffer_addr = qp.headers_iova + slot;
             qp.tx[t].read.cmd_type_len = header_bytes | data_desc;
-            qp.tx[t].read.olinfo_status = (header_bytes + len) << igb::txd::PAYLEN_SHIFT;
+            qp.tx[t].read.olinfo_status = qp.rx_ps ? 0 : (header_bytes + len) << igb::txd::PAYLEN_SHIFT;
             std::uint32_t u = (t + 1) & (qp.tx_size - 1);
             qp.tx[u].read.buffer_addr = src + off;
             qp.tx[u].read.cmd_type_len =
@@ -134,19 +138,14 @@ struct LoopbackQueue {
         std::uint32_t done = 0;
         while (status == Status::ok && copy_count != 0) {
             std::uint32_t i = rx_clean;
-            const volatile igb::AdvRxDesc* d = qp.rx + i;
-            std::uint32_t st = d->wb.status_error;
-            if (!(st & igb::rxd::DD)) break;
-            io::rmb();  // the rest of the write-back and the header after the done bit
+            RxDone r = read_rx(i);
+            if (!(r.status & igb::rxd::DD)) break;
             Copy& c = copies[copy_head];
             std::uint32_t want = frame_data(c.left);
-            std::uint16_t hdr_info = d->wb.hdr_info;
             const std::uint8_t* h = qp.headers + std::uint64_t{i} * qp.header_slot;
-            if (!(st & igb::rxd::EOP) || (st & igb::rxd::ERR_MASK) != 0) return fail(check_status);
-            if (d->wb.length != want) return fail(check_length);
-            if (!(hdr_info & igb::rxd::HDR_SPH) ||
-                ((hdr_info >> igb::rxd::HDR_LEN_SHIFT) & igb::rxd::HDR_LEN_MASK) != header_bytes)
-                return fail(check_split);
+            if (!(r.status & igb::rxd::EOP) || r.error) return fail(check_status);
+            if (r.length != want) return fail(check_length);
+            if (!r.split || r.header_length != header_bytes) return fail(check_split);
             if (be16(h + 34) != port || be16(h + 18) != rx_seq || be16(h + 16) != 28 + want) return fail(check_header);
             ++rx_seq;
             ++frames;
@@ -184,6 +183,53 @@ struct LoopbackQueue {
     }
 
 private:
+    // One receive write-back, whichever descriptor format the queue has.
+    struct RxDone {
+        std::uint32_t status;  // DD and EOP in bits 0 and 1 in both formats
+        bool error;
+        std::uint32_t length;  // data bytes at the destination
+        bool split;
+        std::uint32_t header_length;
+    };
+
+    BARDRIVE_HD void post_rx(std::uint32_t i, std::uint64_t dst, std::uint64_t header) {
+        if (qp.rx_ps) {
+            qp.rx_ps[i].read.buffer_addr[0] = header;
+            qp.rx_ps[i].read.buffer_addr[1] = dst;  // even (the caller's alignment): clears DD
+            qp.rx_ps[i].read.buffer_addr[2] = 0;
+            qp.rx_ps[i].read.buffer_addr[3] = 0;
+        } else {
+            qp.rx[i].read.pkt_addr = dst;
+            qp.rx[i].read.hdr_addr = header;  // even: clears DD
+        }
+    }
+
+    BARDRIVE_HD RxDone read_rx(std::uint32_t i) const {
+        RxDone r{};
+        if (qp.rx_ps) {
+            const volatile e1000e::PsRxDesc* d = qp.rx_ps + i;
+            r.status = d->wb.status_error;
+            if (!(r.status & igb::rxd::DD)) return r;
+            io::rmb();  // the rest of the write-back and the header after the done bit
+            r.error = (r.status & e1000e::psd::ERR_MASK) != 0;
+            r.length = d->wb.length[0];
+            std::uint16_t hs = d->wb.header_status;
+            r.split = (hs & e1000e::psd::HDRSP) != 0 && d->wb.length0 == (hs & e1000e::psd::HDRLEN_MASK);
+            r.header_length = hs & e1000e::psd::HDRLEN_MASK;
+        } else {
+            const volatile igb::AdvRxDesc* d = qp.rx + i;
+            r.status = d->wb.status_error;
+            if (!(r.status & igb::rxd::DD)) return r;
+            io::rmb();
+            r.error = (r.status & igb::rxd::ERR_MASK) != 0;
+            r.length = d->wb.length;
+            std::uint16_t hdr_info = d->wb.hdr_info;
+            r.split = (hdr_info & igb::rxd::HDR_SPH) != 0;
+            r.header_length = (hdr_info >> igb::rxd::HDR_LEN_SHIFT) & igb::rxd::HDR_LEN_MASK;
+        }
+        return r;
+    }
+
     BARDRIVE_HD std::uint32_t fail(Check c) {
         failed_check = c;
         abandon();

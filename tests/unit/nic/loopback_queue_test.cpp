@@ -198,3 +198,18 @@ TEST_CASE("loopback engine: port options ask for what the engine needs, and refu
     CHECK_THROWS_AS(loopback_port_options(1, 512, 1000), bardrive::Error);
     CHECK_THROWS_AS(loopback_port_options(1, 512, 10240), bardrive::Error);
 }
+
+TEST_CASE("loopback engine: e1000e port options: packet split with the data buffer exactly one frame's data") {
+    bardrive::nic::E1000eOptions o = bardrive::nic::loopback_e1000e_options(1024, 4096);
+    CHECK(o.rx_ring == 1024);
+    CHECK(o.external_queues);
+    CHECK(o.loopback == Loopback::mac);
+    CHECK(o.rx_header_bytes == 128);  // PSRCTL.BSIZE0 counts in 128 bytes
+    CHECK(o.rx_buffer_bytes == 4096);
+    CHECK(o.max_frame == 4096 + LoopbackQueue::header_bytes);
+    CHECK_FALSE(o.broadcast);
+    CHECK(o.mac == loopback_engine_mac);
+    CHECK(bardrive::nic::loopback_e1000e_options(512, 8192).max_frame == 8192 + LoopbackQueue::header_bytes);
+    CHECK_THROWS_AS(bardrive::nic::loopback_e1000e_options(512, 9216), bardrive::Error);  // past 9018-byte frames
+    CHECK_THROWS_AS(bardrive::nic::loopback_e1000e_options(512, 1000), bardrive::Error);
+}
