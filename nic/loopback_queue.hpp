@@ -103,8 +103,8 @@ struct LoopbackQueue {
         copies[(copy_head + copy_count) % max_copies] = Copy{size};
         ++copy_count;
         io::wmb();
-        // QEMU's e1000e (10.0) counts RDH/RDT in 16-byte units even for 32-byte packet split descriptors
-        // (seen in the lab: one frame moves RDH by 2), so its tail is twice the descriptor index.
+        // The 82574 counts RDH/RDT in 16-byte units even for its 32-byte packet split descriptors (so does
+        // QEMU's model, and Linux's e1000e driver writes its tail the same way): twice the index.
         *qp.rdt = qp.rx_ps ? 2 * rx_tail : rx_tail;
         off = 0;
         for (std::uint32_t k = 0; k < n; ++k) {
