@@ -5,8 +5,7 @@ usage: topo_vs_nvidia_smi.py BARDRIVE [--out DIR]
 
 1. Every GPU/NIC cell of `nvidia-smi topo -m` against `bardrive topo --matrix` over the same devices:
    nvidia-smi's GPU<i> is row i of `nvidia-smi --query-gpu=pci.bus_id`, its NIC<i> the legend's name
-   (mlx5_0), found among bardrive's OS names (rdma:mlx5_0, net:...). NV<n> cells are compared too:
-   bardrive prints them once its matrix knows NVLinks, and until then they show up as differences.
+   (mlx5_0), found among bardrive's OS names (rdma:mlx5_0, net:...). NV<n> cells are compared too.
 2. Active NVLinks per GPU: `nvidia-smi nvlink -s` against the NVML table bardrive recorded in
    `bardrive topo snapshot` (the /nvml/nvlinks record).
 Prints every cell and count that differs; exit 1 on any difference, 77 (SKIPPED) without nvidia-smi.
