@@ -133,9 +133,13 @@ TEST_CASE("vfio_pci_device_test.validate_bars", "[lab][device]") {
     }
 }
 
-TEST_CASE("vfio_pci_device_test.intx", "[lab][device]") { irq_scenario(vfio::IrqType::intx, "INTx"); }
-TEST_CASE("vfio_pci_device_test.msi", "[lab][device]") { irq_scenario(vfio::IrqType::msi, "MSI"); }
-TEST_CASE("vfio_pci_device_test.msix", "[lab][device]") { irq_scenario(vfio::IrqType::msix, "MSI-X"); }
+TEST_CASE("vfio_pci_irq_test.intx.enable_trigger_disable", "[lab][device]") {
+    irq_scenario(vfio::IrqType::intx, "INTx");
+}
+TEST_CASE("vfio_pci_irq_test.msi.enable_trigger_disable", "[lab][device]") { irq_scenario(vfio::IrqType::msi, "MSI"); }
+TEST_CASE("vfio_pci_irq_test.msix.enable_trigger_disable", "[lab][device]") {
+    irq_scenario(vfio::IrqType::msix, "MSI-X");
+}
 
 // VFIO_DEVICE_RESET uses the first of the kernel's reset methods for the device (sysfs reset_method:
 // igb "flr pm bus", e1000e "pm bus"), so each method is tried alone by writing reset_method, then put
