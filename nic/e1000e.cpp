@@ -100,13 +100,7 @@ E1000e::E1000e(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool&
                                 " bytes; the RX ring needs ", o.rx_ring - 1, " of at least ", kBufSize),
                     "make the pool larger or the ring smaller");
     }
-    check_identity(device);
-    try {
-        init(o);
-    } catch (...) {
-        stop();
-        throw;
-    }
+    start(device, o);
 }
 
 // External queues: rx_ and tx_ stay empty (the ring memory holds packet split descriptors instead).
@@ -123,16 +117,20 @@ E1000e::E1000e(vfio::Device& device, dma::IovaAllocator& iovas, const E1000eOpti
         throw Error("configure e1000e", device.bdf().str(), "no receive buffer pool",
                     "pass a dma::BufferPool or use external_queues");
     }
+    start(device, o);
+}
+
+E1000e::~E1000e() { stop(); }
+
+void E1000e::start(const vfio::Device& device, const E1000eOptions& o) {
     check_identity(device);
     try {
         init(o);
     } catch (...) {
-        stop();
+        stop();  // a half-initialised port leaves no DMA running
         throw;
     }
 }
-
-E1000e::~E1000e() { stop(); }
 
 bool E1000e::drives(std::uint16_t vendor, std::uint16_t device) noexcept {
     return vendor == igb::VENDOR_INTEL && device == e1000e::DEVICE_82574L;

@@ -74,6 +74,8 @@ public:
     QueuePair queue_pair() const;
 
 private:
+    // What both constructors end with: the identity check, then init(), stopping the port if it throws.
+    void start(const vfio::Device& device, const E1000eOptions& o);
     void init(const E1000eOptions& o);
     void refill() noexcept;
     void stop() noexcept;

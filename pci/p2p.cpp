@@ -12,7 +12,6 @@ namespace {
 
 constexpr std::uint16_t vendor_intel = 0x8086;
 constexpr std::uint16_t vendor_amd = 0x1022;
-constexpr std::uint16_t vendor_nvidia = 0x10de;
 
 std::vector<std::size_t> ancestors(const Topology& t, std::size_t i) {
     std::vector<std::size_t> out;
@@ -254,7 +253,7 @@ P2pReport judge_p2p(const Topology& t, std::size_t initiator, std::size_t target
                                        " (Resizable BAR): enable Above 4G Decoding and Resizable BAR in the firmware, "
                                        "or resize it through sysfs resource",
                                        bar->index, "_resize"));
-        if (tgt.vendor_id == vendor_nvidia && tgt.base_class() == 0x03 && bar->size <= (std::uint64_t{256} << 20))
+        if (tgt.is_nvidia_gpu() && bar->size <= (std::uint64_t{256} << 20))
             add(E::note, log::concat("a ", size_text(bar->size), " BAR", bar->index,
                                      " is a window onto part of the GPU's memory: peers reach only what the GPU "
                                      "driver maps into it"));

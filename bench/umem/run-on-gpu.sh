@@ -3,16 +3,7 @@
 # there: the GPU tests, then umem-bench with the given arguments. Full output goes to $OUT.
 # usage: bench/umem/run-on-gpu.sh BENCH-ARGS...
 set -uo pipefail
-out=${OUT:-/tmp/umem-out}
-mkdir -p "$out"
-export CUDA_MODULE_LOADING=EAGER  # kernels loaded up front, not inside the first timed launch
-{
-    date -u
-    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,pcie.link.gen.current,pcie.link.width.current --format=csv
-    free -g | head -2
-    nproc
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+. "$(dirname "$0")/gpu-machine-env.sh"
 if [ -z "${SKIP_TESTS:-}" ]; then
     timeout ${TEST_TIMEOUT:-120} build-umem/tests/gpu/gpu-umem > "$out/gpu-tests.txt" 2>&1
     echo "gpu tests: rc=$? ($(tail -3 "$out/gpu-tests.txt" | tr '\n' ' '))"

@@ -6,16 +6,7 @@
 #   quick:   bench/umem/run-sparse-on-gpu.sh --table-gib 1 --elem-gib 1 --batch 64K --batches 3 --elem-n 4M
 #   default: bench/umem/run-sparse-on-gpu.sh   (all defaults; BENCH_TIMEOUT, default 540 s, bounds it)
 set -uo pipefail
-out=${OUT:-/tmp/umem-out}
-mkdir -p "$out"
-export CUDA_MODULE_LOADING=EAGER  # kernels loaded up front, not inside the first timed launch
-{
-    date -u
-    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,pcie.link.gen.current,pcie.link.width.current --format=csv
-    free -g | head -2
-    nproc
-} > "$out/machine.txt" 2>&1
-cat "$out/machine.txt"
+. "$(dirname "$0")/gpu-machine-env.sh"
 bin=${BIN:-build-umem/bench/umem/umem-sparse-bench}
 timeout "${BENCH_TIMEOUT:-540}" "$bin" --detail "$out/sparse-detail.md" "$@" \
     > "$out/sparse.txt" 2> "$out/sparse.err"
