@@ -306,8 +306,10 @@ std::string hex_name(const char* what, unsigned id) {
 }  // namespace
 
 std::string default_name_cache_dir() {
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return log::concat(x, "/bardrive");
+    // Root first: under `sudo -E` XDG_CACHE_HOME and HOME are still the user's, and root's files there
+    // would lock the user out of their own cache.
     if (::geteuid() == 0) return "/var/cache/bardrive";
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return log::concat(x, "/bardrive");
     if (const char* h = std::getenv("HOME"); h && h[0] == '/') return log::concat(h, "/.cache/bardrive");
     return {};
 }
