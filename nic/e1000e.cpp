@@ -145,6 +145,8 @@ void E1000e::init(const E1000eOptions& o) {
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
     if (o.mac) e1000x::write_mac(bar0_, *o.mac);
     mac_ = e1000x::read_mac(bar0_, who);
+    link_watch_.poll(bar0_);  // the state init left: later changes are events
+    link_watch_.changes = 0;
 
     // Receive (82574 4.6.5): extended descriptors (packet split ones for external queues), CRC stripped.
     bar0_.write32(igb::RCTL, 0);
@@ -257,6 +259,27 @@ std::uint16_t E1000e::tx_burst(std::span<const Packet> pkts) noexcept {
         tx_tail_ = tx_.tail();
     }
     return static_cast<std::uint16_t>(n);
+}
+
+QueueStats E1000e::rx_stats() const noexcept {
+    const RxRingCounters& c = rx_.counters();
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length;
+    s.chained = c.chained;
+    s.frame_errors = c.frame_errors;
+    return s;
+}
+
+QueueStats E1000e::tx_stats() const noexcept {
+    const TxRingCounters& c = tx_.counters();
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length;
+    s.bad_head = c.bad_head;
+    return s;
 }
 
 const DeviceStats& E1000e::device_stats() noexcept {

@@ -60,8 +60,15 @@ public:
 
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept { return e1000x::link_up(bar0_); }
+    unsigned link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
+    // A link change since the last call (init leaves the link up): polls STATUS.LU and the speed.
+    std::optional<LinkEvent> poll_link() noexcept { return link_watch_.poll(bar0_); }
+    std::uint64_t link_changes() const noexcept { return link_watch_.changes; }
     const RxRingCounters& rx_counters() const noexcept { return rx_.counters(); }
     const TxRingCounters& tx_counters() const noexcept { return tx_.counters(); }
+    // The ring counters as nic::Igb reports its queues' (doorbells and pool misses are not counted here).
+    QueueStats rx_stats() const noexcept;
+    QueueStats tx_stats() const noexcept;
     const DeviceStats& device_stats() noexcept;
 
     static bool drives(std::uint16_t vendor, std::uint16_t device) noexcept;  // the 82574L
@@ -91,6 +98,7 @@ private:
     MacAddress mac_;
     DeviceStats device_stats_;
     E1000eOptions options_;
+    e1000x::LinkWatch link_watch_;
 };
 
 }  // namespace bardrive::nic

@@ -114,6 +114,8 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* 
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
     if (o.mac) e1000x::write_mac(bar0_, *o.mac);
     mac_ = e1000x::read_mac(bar0_, who);
+    link_watch_.poll(bar0_);  // the state init left: later changes are events
+    link_watch_.changes = 0;
 
     // Ring memory: every ring on its own 4 KiB boundary (128 bytes would do), then the head write-back words.
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
@@ -360,6 +362,8 @@ void Igb::release(const Packet& p) noexcept {
 bool Igb::link_up() const noexcept { return e1000x::link_up(bar0_); }
 
 unsigned Igb::link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
+
+std::optional<LinkEvent> Igb::poll_link() noexcept { return link_watch_.poll(bar0_); }
 
 void Igb::set_promiscuous(bool on) noexcept {
     std::uint32_t rctl = bar0_.read32(igb::RCTL);

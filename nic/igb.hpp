@@ -81,6 +81,9 @@ public:
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept;
     unsigned link_speed_mbps() const noexcept;
+    // A link change since the last call (init leaves the link up): polls STATUS.LU and the speed.
+    std::optional<LinkEvent> poll_link() noexcept;
+    std::uint64_t link_changes() const noexcept { return link_watch_.changes; }
     void set_promiscuous(bool on) noexcept;
     void add_multicast(const MacAddress& group) noexcept;  // set its bit in the multicast table
 
@@ -141,6 +144,7 @@ private:
     MacAddress mac_;
     bool interrupts_ = false;
     DeviceStats device_stats_;
+    e1000x::LinkWatch link_watch_;
 };
 
 }  // namespace bardrive::nic
