@@ -2,6 +2,7 @@
 // statistics the owner publishes, read by `bardrive nic stats` from another process while the
 // workload runs; link changes when the host pulls the cable (lab/lab's request-set_link); and the
 // port's MAC loopback as a DMA engine (nic::LoopbackCopy), bytes compared.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +75,7 @@ struct Port {
     nic::MacAddress mac() const { return igb ? igb->mac() : e1000e->mac(); }
     std::optional<nic::LinkEvent> poll_link() { return igb ? igb->poll_link() : e1000e->poll_link(); }
     void publish(nic::StatsPublisher& p) { igb ? p.publish(*igb) : p.publish(*e1000e); }
+    int link_fd() const { return igb ? igb->link_fd() : e1000e->link_fd(); }
 };
 
 struct Bed {
@@ -91,15 +93,17 @@ struct Bed {
         iovas = std::make_unique<dma::IovaAllocator>(*domain);
         pool = std::make_unique<dma::BufferPool>(*domain, *iovas, 2048, 2048);
     }
-    Port open(vfio::Device& d) {
+    Port open(vfio::Device& d, bool interrupts = false) {
         Port p;
         if (model == "igb") {
             nic::IgbOptions o;
             o.rx_ring = o.tx_ring = 256;
+            o.interrupts = interrupts;
             p.igb = std::make_unique<nic::Igb>(d, *iovas, *pool, o);
         } else {
             nic::E1000eOptions o;
             o.rx_ring = o.tx_ring = 256;
+            o.interrupts = interrupts;
             p.e1000e = std::make_unique<nic::E1000e>(d, *iovas, *pool, o);
         }
         return p;
@@ -138,6 +142,14 @@ std::uint64_t exchange(Port& tx, Port& rx, dma::BufferPool& pool, std::uint64_t 
         tx.reclaim();
     }
     return good;
+}
+
+// Messages counted on an eventfd within `ms` milliseconds (0 if none came).
+std::uint64_t wait_fd(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) != 1) return 0;
+    std::uint64_t n = 0;
+    return ::read(fd, &n, sizeof n) == sizeof n ? n : 0;
 }
 
 // Receives for `ms` milliseconds, freeing what comes; how many frames came.
@@ -277,6 +289,36 @@ TEST_CASE("link: the host pulls the cable and puts it back; poll_link and the st
     CHECK(j["link"]["changes"] == 2);
     drain(b, 500);                                    // what the model may still send of the frames queued while down
     CHECK(exchange(a, b, *bed.pool, 20, 100) == 20);  // and frames flow again
+}
+
+TEST_CASE("link with interrupts: the link vector fires when the cable goes and when it comes back") {
+    Bed bed;
+    Port a = bed.open(*bed.a, true);
+    const int fd = a.link_fd();
+    REQUIRE(fd >= 0);
+    CHECK_FALSE(a.poll_link());
+    CHECK(wait_fd(fd, 300) == 0);  // no change, no message
+
+    REQUIRE(labenv::host_set_link(0, false) == "ok");
+    CHECK(wait_fd(fd, 5000) >= 1);  // QEMU's e1000e may send it twice
+    auto down = a.poll_link();      // re-arms the vector
+    REQUIRE(down);
+    CHECK_FALSE(down->up);
+
+    REQUIRE(labenv::host_set_link(0, true) == "ok");
+    std::optional<nic::LinkEvent> up;
+    // The model signals the cable (and again when auto-negotiation completes): wait for the link itself.
+    CHECK(labenv::wait_for(
+        [&] {
+            if (wait_fd(fd, 100) == 0) return false;
+            up = a.poll_link();
+            return up && up->up;
+        },
+        std::chrono::seconds(10)));
+    REQUIRE(up);
+    CHECK(up->speed_mbps == 1000);
+    const std::uint64_t changes = a.igb ? a.igb->link_changes() : a.e1000e->link_changes();
+    CHECK(changes == 2);
 }
 
 TEST_CASE("DMA engine: the port's MAC loopback copies memory to memory through nic::LoopbackCopy, exactly") {
