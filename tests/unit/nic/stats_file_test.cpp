@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -201,4 +203,37 @@ TEST_CASE("stats file: an owner that is gone makes the file stale") {
     patch<std::uint64_t>(b, offsetof(nic::StatsFileLayout, owner_start), 1);
     spit(p, b);
     require_error(p, "is another process now");
+}
+
+TEST_CASE("stats file: a reader never sees half a publication while the owner keeps publishing") {
+    TempDir d;
+    nic::StatsPublisher pub(kBdf, "igb", d.path);
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+        nic::StatsSnapshot s;
+        s.rx_queues = s.tx_queues = nic::stats_max_queues;
+        for (std::uint64_t k = 1; !stop.load(std::memory_order_relaxed); ++k) {
+            // Every counter of publication k is k: a torn copy mixes two values.
+            for (auto& q : s.rx) q.packets = q.bytes = q.no_buffers = k;
+            for (auto& q : s.tx) q.packets = q.bytes = q.bad_head = k;
+            s.device.rx_packets = s.device.crc_errors = k;
+            s.link_changes = k;
+            pub.publish(s);
+        }
+    });
+    std::uint64_t torn = 0, last = 0, backwards = 0;
+    for (int i = 0; i < 2000; ++i) {
+        nic::PublishedStats p = nic::read_published_stats(pub.path());
+        std::uint64_t k = p.stats.link_changes;
+        for (const auto& q : p.stats.rx) torn += q.packets != k || q.bytes != k || q.no_buffers != k;
+        for (const auto& q : p.stats.tx) torn += q.packets != k || q.bytes != k || q.bad_head != k;
+        torn += p.stats.device.rx_packets != k || p.stats.device.crc_errors != k;
+        backwards += k < last;
+        last = k;
+    }
+    stop = true;
+    writer.join();
+    CHECK(torn == 0);
+    CHECK(backwards == 0);
+    CHECK(last > 0);
 }
