@@ -1,5 +1,7 @@
 // fwd: forwards every frame received on one igb port out of the other, both ways, without copying
 // (the received buffer is the one transmitted). Both ports share one IOMMU domain and one buffer pool.
+// Every 100 ms it publishes both ports' statistics (`bardrive nic stats BDF` in another shell shows
+// them) and reports link changes.
 //   fwd [--a BDF] [--b BDF] [--seconds 10]
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
 #include "nic/igb.hpp"
+#include "nic/stats_file.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 
@@ -17,6 +20,16 @@ using namespace bardrive;
 static const char* kUsage = "fwd [--a BDF] [--b BDF] [--seconds 10]   (in the lab: the two BARDRIVE_LAB_NICS)";
 
 namespace {
+// Publishes the port's statistics and prints a link change.
+void housekeeping(nic::Igb& port, nic::StatsPublisher& stats) {
+    if (auto ev = port.poll_link()) {
+        std::printf("fwd: %s link %s", port.device().bdf().str().c_str(), ev->up ? "up" : "down");
+        if (ev->up) std::printf(", %u Mb/s", ev->speed_mbps);
+        std::printf("\n");
+    }
+    stats.publish(port);
+}
+
 // Moves one burst from `from` to `to`; frames the TX ring cannot take are dropped (back to the pool).
 std::uint32_t forward(nic::Igb& from, nic::Igb& to) {
     nic::Packet pkts[32];
@@ -40,11 +53,18 @@ int main(int argc, char** argv) try {
     o.promiscuous = true;  // a forwarder takes every frame, whatever its destination
     nic::Igb a(a_dev, iovas, pool, o), b(b_dev, iovas, pool, o);
     std::printf("fwd: %s <-> %s for %lu s\n", a_bdf.str().c_str(), b_bdf.str().c_str(), seconds);
+    nic::StatsPublisher a_stats(a_bdf, "igb"), b_stats(b_bdf, "igb");
     std::uint64_t ab = 0, ba = 0;
-    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
+    auto now = std::chrono::steady_clock::now(), next_publish = now;
+    const auto end = now + std::chrono::seconds(seconds);
+    while ((now = std::chrono::steady_clock::now()) < end) {
         ab += forward(a, b);
         ba += forward(b, a);
+        if (now >= next_publish) {  // off the data path: every 100 ms
+            housekeeping(a, a_stats);
+            housekeeping(b, b_stats);
+            next_publish = now + std::chrono::milliseconds(100);
+        }
     }
     std::printf("fwd: forwarded %llu frames a->b, %llu b->a; dropped (tx ring full) a: %llu b: %llu\n",
                 static_cast<unsigned long long>(ab), static_cast<unsigned long long>(ba),

@@ -89,6 +89,16 @@ unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept {
     }
 }
 
+std::optional<LinkEvent> LinkWatch::poll(const vfio::Mmio& regs) noexcept {
+    unsigned speed = link_speed_mbps(regs);  // 0 when down
+    bool now_up = speed != 0;
+    if (now_up == up && speed == speed_mbps) return std::nullopt;
+    if (now_up != up) ++changes;
+    up = now_up;
+    speed_mbps = speed;
+    return LinkEvent{now_up, speed};
+}
+
 void accumulate(const vfio::Mmio& regs, DeviceStats& s) noexcept {
     auto rd = [&](r::Reg reg) { return std::uint64_t{regs.read32(reg)}; };
     auto rd64 = [&](r::Reg lo) {  // low first: reading the high half clears both

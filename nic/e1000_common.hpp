@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,6 +49,12 @@ struct DeviceStats {
     std::uint64_t crc_errors = 0;     // CRCERRS
 };
 
+// A change of link state that poll_link() reports.
+struct LinkEvent {
+    bool up = false;
+    unsigned speed_mbps = 0;  // 10, 100 or 1000 when up; 0 when down
+};
+
 namespace e1000x {
 
 // Polls `done` every 100 us until it holds or `timeout` passes; true when it held.
@@ -75,6 +82,15 @@ MacAddress read_mac(const vfio::Mmio& regs, const std::string& who);
 void write_mac(const vfio::Mmio& regs, const MacAddress& mac) noexcept;
 bool link_up(const vfio::Mmio& regs) noexcept;
 unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept;
+// What a port last saw of its link, to report changes (STATUS.LU and speed, polled).
+struct LinkWatch {
+    bool up = false;
+    unsigned speed_mbps = 0;
+    std::uint64_t changes = 0;  // transitions reported since init
+    // An event when STATUS differs from what the last call saw. A down/up bounce shorter than the
+    // polling interval is not seen.
+    std::optional<LinkEvent> poll(const vfio::Mmio& regs) noexcept;
+};
 // Reads the clear-on-read counters and adds them to `totals`.
 void accumulate(const vfio::Mmio& regs, DeviceStats& totals) noexcept;
 

@@ -145,6 +145,8 @@ void E1000e::init(const E1000eOptions& o) {
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
     if (o.mac) e1000x::write_mac(bar0_, *o.mac);
     mac_ = e1000x::read_mac(bar0_, who);
+    link_watch_.poll(bar0_);  // the state init left: later changes are events
+    link_watch_.changes = 0;
 
     // Receive (82574 4.6.5): extended descriptors (packet split ones for external queues), CRC stripped.
     bar0_.write32(igb::RCTL, 0);
@@ -185,7 +187,49 @@ void E1000e::init(const E1000eOptions& o) {
     bar0_.write32(e1000e::TDT, 0);
     bar0_.write32(igb::TCTL,
                   igb::tctl::EN | igb::tctl::PSP | 15u << igb::tctl::CT_SHIFT | 63u << igb::tctl::COLD_SHIFT);
-    log::info("e1000e ", who, ": up, MAC ", mac_.str());
+    if (o.interrupts) setup_interrupts();
+    log::info("e1000e ", who, ": up, MAC ", mac_.str(), o.interrupts ? ", MSI-X" : ", polling");
+}
+
+// 82574 7.4 (interrupts) in MSI-X mode, as Linux's e1000e sets it up: IVAR sends RX queue 0 to vector
+// 0 and the other causes (link) to vector 1; EIAC clears a sent cause and, with CTRL_EXT.IAME clear, also
+// masks it (IMS), so a busy queue raises one message until wait_rx() unmasks it again. QEMU's model
+// sends a message when a cause goes from masked-or-clear to set-and-unmasked, also on the IMS write.
+void E1000e::setup_interrupts() {
+    if (options_.external_queues) {
+        throw Error("enable interrupts", dev_->bdf().str(), "interrupts asked with external_queues",
+                    "the driver of external queues raises its own (nic::MemcpyDriver does)");
+    }
+    vfio::IrqInfo info = dev_->irq_info(vfio::IrqType::msix);
+    if (info.count < 2) {
+        throw Error("enable interrupts", dev_->bdf().str(),
+                    log::concat("the device offers ", info.count, " MSI-X vectors, RX and link need 2"),
+                    "use polling mode");
+    }
+    dev_->enable_irqs(vfio::IrqType::msix, 2);
+    bar0_.write32(e1000e::IVAR, (e1000e::IVAR_ENTRY_VALID | 0u) << e1000e::IVAR_RXQ0_SHIFT |
+                                    (e1000e::IVAR_ENTRY_VALID | 1u) << e1000e::IVAR_OTHER_SHIFT);
+    bar0_.write32(e1000e::EIAC, e1000e::ICR_RXQ0 | e1000e::ICR_OTHER);
+    bar0_.write32(igb::ICR, ~0u);  // causes left from reset and link-up: pending ones would fire at once
+    bar0_.write32(igb::IMS, e1000e::ICR_RXQ0 | e1000e::ICR_OTHER | igb::icr::LSC);
+    interrupts_ = true;
+}
+
+bool E1000e::wait_rx(int timeout_ms) noexcept {
+    if (rx_.has_work()) return true;
+    if (!interrupts_) return false;
+    bar0_.write32(igb::IMS, e1000e::ICR_RXQ0);  // unmask: a frame that landed meanwhile fires at once
+    if (rx_.has_work()) return true;
+    return dev_->wait_irq(0, timeout_ms) > 0;
+}
+
+std::optional<LinkEvent> E1000e::poll_link() noexcept {
+    if (interrupts_) {
+        // Clear the causes, then unmask: the next change raises vector 1 again; STATUS is read after.
+        bar0_.write32(igb::ICR, igb::icr::LSC | e1000e::ICR_OTHER);
+        bar0_.write32(igb::IMS, igb::icr::LSC | e1000e::ICR_OTHER);
+    }
+    return link_watch_.poll(bar0_);
 }
 
 QueuePair E1000e::queue_pair() const {
@@ -259,6 +303,27 @@ std::uint16_t E1000e::tx_burst(std::span<const Packet> pkts) noexcept {
     return static_cast<std::uint16_t>(n);
 }
 
+QueueStats E1000e::rx_stats() const noexcept {
+    const RxRingCounters& c = rx_.counters();
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length;
+    s.chained = c.chained;
+    s.frame_errors = c.frame_errors;
+    return s;
+}
+
+QueueStats E1000e::tx_stats() const noexcept {
+    const TxRingCounters& c = tx_.counters();
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length;
+    s.bad_head = c.bad_head;
+    return s;
+}
+
 const DeviceStats& E1000e::device_stats() noexcept {
     e1000x::accumulate(bar0_, device_stats_);
     return device_stats_;
@@ -269,6 +334,7 @@ void E1000e::stop() noexcept {
         bar0_.write32(igb::RCTL, 0);
         bar0_.write32(igb::TCTL, 0);
         bar0_.write32(igb::IMC, ~0u);
+        if (interrupts_) dev_->disable_irqs();
         bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::RST);
         std::this_thread::sleep_for(1ms);
         e1000x::poll_until([&] { return !(bar0_.read32(igb::CTRL) & igb::ctrl::RST); }, 100ms);

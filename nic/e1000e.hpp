@@ -1,5 +1,5 @@
 // nic::E1000e: a userspace driver for the Intel 82574L (QEMU's e1000e model): one RX and one TX queue,
-// extended descriptors, polling. Ring logic, link, MAC and statistics are shared with nic::Igb.
+// extended descriptors, polling or MSI-X. Ring logic, link, MAC and statistics are shared with nic::Igb.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,8 @@ struct E1000eOptions {
     bool promiscuous = false;
     bool broadcast = true;  // accept broadcast frames (RCTL.BAM)
     Loopback loopback = Loopback::none;
+    // MSI-X: RX queue 0 raises vector 0 (wait_rx), link changes vector 1 (link_fd); otherwise poll only.
+    bool interrupts = false;
     int link_timeout_ms = 5000;
     // Longest frame, without CRC: 1514 up to 9014 (the 82574's 9018-byte jumbo frames); above 1514 the
     // device accepts long packets (RCTL.LPE). The driver's own rings take standard frames only.
@@ -57,11 +59,23 @@ public:
     std::uint16_t rx_burst(std::span<Packet> out) noexcept;
     std::uint16_t tx_burst(std::span<const Packet> pkts) noexcept;
     std::uint32_t tx_reclaim() noexcept;
+    // Interrupt mode: true when the RX queue has (or may have) work, false after timeout_ms without.
+    // Without interrupts: whether a frame is there now. Never throws.
+    bool wait_rx(int timeout_ms) noexcept;
 
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept { return e1000x::link_up(bar0_); }
+    unsigned link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
+    // A link change since the last call (init leaves the link up): polls STATUS.LU and the speed. With
+    // interrupts it also re-arms the link vector, whose eventfd link_fd() gives (-1 without interrupts).
+    std::optional<LinkEvent> poll_link() noexcept;
+    int link_fd() const noexcept { return interrupts_ ? dev_->irq_fd(1) : -1; }
+    std::uint64_t link_changes() const noexcept { return link_watch_.changes; }
     const RxRingCounters& rx_counters() const noexcept { return rx_.counters(); }
     const TxRingCounters& tx_counters() const noexcept { return tx_.counters(); }
+    // The ring counters as nic::Igb reports its queues' (doorbells and pool misses are not counted here).
+    QueueStats rx_stats() const noexcept;
+    QueueStats tx_stats() const noexcept;
     const DeviceStats& device_stats() noexcept;
 
     static bool drives(std::uint16_t vendor, std::uint16_t device) noexcept;  // the 82574L
@@ -77,6 +91,7 @@ private:
     // What both constructors end with: the identity check, then init(), stopping the port if it throws.
     void start(const vfio::Device& device, const E1000eOptions& o);
     void init(const E1000eOptions& o);
+    void setup_interrupts();
     void refill() noexcept;
     void stop() noexcept;
 
@@ -91,6 +106,8 @@ private:
     MacAddress mac_;
     DeviceStats device_stats_;
     E1000eOptions options_;
+    e1000x::LinkWatch link_watch_;
+    bool interrupts_ = false;
 };
 
 }  // namespace bardrive::nic

@@ -35,8 +35,12 @@ inline constexpr std::uint32_t RCTL_LPE = 1u << 5;        // long packets (above
 // Interrupts (10.2.4): ICR/ICS/IMS at the 82576's offsets; IVAR maps causes to MSI-X vectors.
 inline constexpr Reg IVAR = 0x00E4;
 inline constexpr Reg EIAC = 0x00DC;                   // MSI-X causes that clear themselves (and mask: IMS) once sent
+inline constexpr std::uint32_t ICR_RXQ0 = 1u << 20;   // RX queue 0's cause in MSI-X mode
 inline constexpr std::uint32_t ICR_TXQ1 = 1u << 23;   // TX queue 1's cause (this driver never uses queue 1)
-inline constexpr std::uint32_t IVAR_TXQ1_SHIFT = 12;  // its 4-bit entry: vector 2:0, valid bit 3
+inline constexpr std::uint32_t ICR_OTHER = 1u << 24;  // MSI-X: set with any other cause (LSC ...)
+inline constexpr std::uint32_t IVAR_RXQ0_SHIFT = 0;   // IVAR's 4-bit entries: vector 2:0, valid bit 3
+inline constexpr std::uint32_t IVAR_TXQ1_SHIFT = 12;
+inline constexpr std::uint32_t IVAR_OTHER_SHIFT = 16;
 inline constexpr std::uint32_t IVAR_ENTRY_VALID = 0x8;
 
 inline constexpr std::uint16_t DEVICE_82574L = 0x10D3;

@@ -114,6 +114,8 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* 
     e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
     if (o.mac) e1000x::write_mac(bar0_, *o.mac);
     mac_ = e1000x::read_mac(bar0_, who);
+    link_watch_.poll(bar0_);  // the state init left: later changes are events
+    link_watch_.changes = 0;
 
     // Ring memory: every ring on its own 4 KiB boundary (128 bytes would do), then the head write-back words.
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
@@ -260,13 +262,13 @@ void Igb::setup_tx(const IgbOptions& o) {
 // 7.3 (interrupts), MSI-X mode: RX queue q -> EICR bit q -> MSI-X vector q -> eventfd q.
 void Igb::setup_interrupts(const IgbOptions& o) {
     vfio::IrqInfo info = dev_->irq_info(vfio::IrqType::msix);
-    if (info.count < o.rx_queues) {
-        throw Error(
-            "enable interrupts", dev_->bdf().str(),
-            log::concat("the device offers ", info.count, " MSI-X vectors, ", o.rx_queues, " RX queues need one each"),
-            "use fewer queues or polling mode");
+    if (info.count < o.rx_queues + 1u) {
+        throw Error("enable interrupts", dev_->bdf().str(),
+                    log::concat("the device offers ", info.count, " MSI-X vectors, ", o.rx_queues,
+                                " RX queues need one each and link changes one more"),
+                    "use fewer queues or polling mode");
     }
-    dev_->enable_irqs(vfio::IrqType::msix, o.rx_queues);
+    dev_->enable_irqs(vfio::IrqType::msix, o.rx_queues + 1u);
     bar0_.write32(igb::GPIE, igb::gpie::MSIX_MODE | igb::gpie::PBA | igb::gpie::NSICR);
     std::uint32_t mask = 0;
     for (unsigned q = 0; q < o.rx_queues; ++q) {
@@ -277,6 +279,13 @@ void Igb::setup_interrupts(const IgbOptions& o) {
         bar0_.write32(igb::EITR(q), 0);  // no throttling: every completion may interrupt
         mask |= 1u << q;
     }
+    // Link changes (ICR.LSC, an "other" cause) raise the vector after the RX ones; poll_link re-arms it.
+    const unsigned link = o.rx_queues;
+    bar0_.write32(igb::IVAR_MISC, (igb::IVAR_VALID | link) << igb::IVAR_MISC_OTHER_SHIFT);
+    bar0_.write32(igb::EITR(link), 0);
+    mask |= 1u << link;
+    bar0_.write32(igb::ICR, ~0u);  // the LSC of init's link-up: a cause left set would hide the next one
+    bar0_.write32(igb::IMS, igb::icr::LSC);
     bar0_.write32(igb::EIAC, mask);  // the cause bit clears itself when its vector fires
     bar0_.write32(igb::EIMS, mask);
     interrupts_ = true;
@@ -360,6 +369,13 @@ void Igb::release(const Packet& p) noexcept {
 bool Igb::link_up() const noexcept { return e1000x::link_up(bar0_); }
 
 unsigned Igb::link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
+
+std::optional<LinkEvent> Igb::poll_link() noexcept {
+    if (interrupts_) bar0_.write32(igb::ICR, igb::icr::LSC);  // cleared before STATUS is read: no change is lost
+    return link_watch_.poll(bar0_);
+}
+
+int Igb::link_fd() const noexcept { return interrupts_ ? dev_->irq_fd(static_cast<unsigned>(rx_.size())) : -1; }
 
 void Igb::set_promiscuous(bool on) noexcept {
     std::uint32_t rctl = bar0_.read32(igb::RCTL);

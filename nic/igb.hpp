@@ -28,7 +28,8 @@ struct IgbOptions {
     bool promiscuous = false;  // accept every unicast and multicast frame
     bool broadcast = true;     // accept broadcast frames (RCTL.BAM)
     Loopback loopback = Loopback::none;
-    bool interrupts = false;     // MSI-X: RX queue q raises vector q (wait_rx); otherwise poll only
+    bool interrupts = false;     // MSI-X: RX queue q raises vector q (wait_rx), link changes vector rx_queues
+                                 // (link_fd); otherwise poll only
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
     // Longest frame sent or accepted, without CRC: 1514 (1500-byte MTU) up to 9728 - 4 (the 82576's
     // 9.5 KB); above 1514 the device accepts long packets (RCTL.LPE, RLPML).
@@ -81,6 +82,11 @@ public:
     MacAddress mac() const noexcept { return mac_; }
     bool link_up() const noexcept;
     unsigned link_speed_mbps() const noexcept;
+    // A link change since the last call (init leaves the link up): polls STATUS.LU and the speed. With
+    // interrupts it also re-arms the link vector, whose eventfd link_fd() gives (-1 without interrupts).
+    std::optional<LinkEvent> poll_link() noexcept;
+    int link_fd() const noexcept;
+    std::uint64_t link_changes() const noexcept { return link_watch_.changes; }
     void set_promiscuous(bool on) noexcept;
     void add_multicast(const MacAddress& group) noexcept;  // set its bit in the multicast table
 
@@ -141,6 +147,7 @@ private:
     MacAddress mac_;
     bool interrupts_ = false;
     DeviceStats device_stats_;
+    e1000x::LinkWatch link_watch_;
 };
 
 }  // namespace bardrive::nic

@@ -12,6 +12,7 @@ int run_bench(const CommandArgs&);   // cmd_bench.cpp
 int run_topo(const CommandArgs&);    // cmd_topo.cpp
 int run_bind(const CommandArgs&);    // cmd_bind.cpp
 int run_unbind(const CommandArgs&);  // cmd_bind.cpp
+int run_nic(const CommandArgs&);     // cmd_nic.cpp
 
 namespace {
 
@@ -29,6 +30,7 @@ const Command commands[] = {
     {"topo", "PCIe topology: tree, matrix, P2P verdicts, snapshots", run_topo},
     {"bind", "hand PCI devices to vfio-pci (--list: drivers and IOMMU groups)", run_bind},
     {"unbind", "give devices back from vfio-pci (--restore: to their previous driver)", run_unbind},
+    {"nic", "NIC statistics and link state a running bardrive driver publishes (nic stats BDF)", run_nic},
     {"bench", "bandwidth and latency across host, GPUs, BAR windows and NICs", run_bench},
 };
 

@@ -19,6 +19,10 @@ std::uint32_t frame_data_of(const NicPagerConfig& cfg) {
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.paging.page_size, 8192));
 }
 
+bool is_e1000e(const vfio::Device& nic) {
+    return nic::E1000e::drives(nic.config_read16(0x00), nic.config_read16(0x02));
+}
+
 // Each queue must hold one page in flight: its frames in RX, two descriptors per frame in TX.
 std::uint32_t ring_for(const NicPagerConfig& cfg) {
     std::uint64_t frames = (cfg.paging.page_size + frame_data_of(cfg) - 1) / frame_data_of(cfg);
@@ -66,6 +70,10 @@ const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic
     if (cfg.queues < 1 || cfg.queues > 8)
         throw Error(kWhat, log::concat(cfg.queues, " queues"), "the 82576 has 1 to 8 queue pairs",
                     "one queue per worker thread, at most 8");
+    if (is_e1000e(nic) && cfg.queues != 1)
+        throw Error(kWhat, log::concat(nic.bdf().str(), ": ", cfg.queues, " queues"),
+                    "the 82574L (e1000e) serves as an engine with one queue pair",
+                    "use queues = 1 (threads then take turns), or an 82576");
     std::uint64_t page = 1ull << shift, pool = cfg.paging.frames << shift;
     if (cfg.pool_offset % 4096 != 0 || cfg.pool_offset > window.size() || pool > window.size() - cfg.pool_offset) {
         std::uint64_t fit = cfg.pool_offset < window.size() ? (window.size() - cfg.pool_offset) >> shift : 0;
@@ -107,9 +115,15 @@ NicPager::NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::Peer
                    const dma::Mapping& store, const NicPagerConfig& cfg)
     : tables_(checked(cfg, nic, window, store).paging, static_cast<std::byte*>(store.vaddr()), pool_of(window, cfg)),
       id_(next_pager_id()) {
-    port_ = std::make_unique<nic::Igb>(nic, iovas,
-                                       nic::loopback_port_options(cfg.queues, ring_for(cfg), frame_data_of(cfg)));
-    for (std::uint16_t q = 0; q < cfg.queues; ++q) queues_.push_back(nic::make_loopback_queue(*port_, q));
+    if (is_e1000e(nic)) {
+        e1000e_ =
+            std::make_unique<nic::E1000e>(nic, iovas, nic::loopback_e1000e_options(ring_for(cfg), frame_data_of(cfg)));
+        queues_.push_back(nic::make_loopback_queue(*e1000e_));
+    } else {  // nic::Igb refuses anything but an 82576, saying so
+        igb_ = std::make_unique<nic::Igb>(nic, iovas,
+                                          nic::loopback_port_options(cfg.queues, ring_for(cfg), frame_data_of(cfg)));
+        for (std::uint16_t q = 0; q < cfg.queues; ++q) queues_.push_back(nic::make_loopback_queue(*igb_, q));
+    }
     locks_.assign(std::size_t{cfg.queues} * counter_stride, 0);
     counters_.assign(std::size_t{cfg.queues} * counter_stride, 0);
     const PagerView& v = tables_.view();
@@ -126,8 +140,9 @@ NicPager::NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::Peer
                             &fills_,
                             0,
                             NicFault::none};
-    log::info("umem: NIC pager on ", nic.bdf().str(), ": ", cfg.queues, " queue pairs, ", frame_data_of(cfg),
-              " data bytes per frame, ", v.frames_n, " frames of ", v.page_size(), " bytes in ", window.cpu().name());
+    log::info("umem: NIC pager on ", e1000e_ ? "e1000e " : "igb ", nic.bdf().str(), ": ", cfg.queues, " queue pairs, ",
+              frame_data_of(cfg), " data bytes per frame, ", v.frames_n, " frames of ", v.page_size(), " bytes in ",
+              window.cpu().name());
 }
 
 NicPager::~NicPager() = default;  // the port resets the NIC first: no DMA after

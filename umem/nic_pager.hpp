@@ -1,8 +1,8 @@
 // NicPager: umem's paging protocol (pager.hpp) with a NIC as the migration engine. The frame pool lives
 // in a peer BAR window (a GPU's BAR1 in production, the lab's ivshmem window here); the backing store is
 // DMA-mapped host memory; a fill moves a page from the store into its frame, a write-back moves a dirty
-// frame back, both by DMA of an igb in MAC loopback (nic::LoopbackQueue, umem/nic_mover.hpp). The
-// threads that fault drive the NIC themselves: each takes a queue pair of its own (up to 8), writes the
+// frame back, both by DMA of an igb (or an e1000e, one queue) in MAC loopback (nic::LoopbackQueue, umem/nic_mover.hpp).
+// The threads that fault drive the NIC themselves: each takes a queue pair of its own (up to 8), writes the
 // descriptors, rings the doorbells and polls its completions. Same page table and protocol as
 // HostPager and GpuPager: access(page, write), flush(), stats().
 #pragma once
@@ -15,6 +15,7 @@
 #include "../dma/iova_allocator.hpp"
 #include "../dma/mapping.hpp"
 #include "../dma/peer_window.hpp"
+#include "../nic/e1000e.hpp"
 #include "../nic/igb.hpp"
 #include "../pci/topology.hpp"
 #include "../vfio/device.hpp"
@@ -26,7 +27,7 @@ namespace bardrive::umem {
 
 struct NicPagerConfig {
     Config paging;             // bytes, page_size, frames (the pool), admission, eviction, prefetch
-    std::uint16_t queues = 1;  // NIC queue pairs, one per worker thread: 1..8
+    std::uint16_t queues = 1;  // NIC queue pairs, one per worker thread: 1..8 (igb), 1 (e1000e)
     // Data bytes per Ethernet frame (1..9 KiB in whole KiB); 0: the page size up to 8 KiB, so a 4 KiB
     // page moves as one jumbo frame (chosen by measurement: umem/README.md).
     std::uint32_t frame_data = 0;
@@ -53,11 +54,11 @@ class NicPager {
 public:
     using Access = PinnedPage;
 
-    // `nic`: an Intel 82576 bound to vfio-pci, used by this pager alone (it is reset and put in MAC
-    // loopback); `window`: the peer window the frames live in, mapped in the NIC's domain; `store`: the
-    // backing store, DMA-mapped in the same domain, at least cfg.paging.bytes rounded up to whole pages.
+    // `nic`: an Intel 82576 (or 82574L: one queue pair) bound to vfio-pci, used by this pager alone (it
+    // is reset and put in MAC loopback); `window`: the peer window the frames live in, mapped in the NIC's domain;
+    // `store`: the backing store, DMA-mapped in the same domain, at least cfg.paging.bytes rounded up to whole pages.
     // All must outlive the pager. Throws bardrive::Error naming what is wrong and what to do: a window
-    // too small for the pool, a store too small, a bad configuration, a device that is not an 82576, a
+    // too small for the pool, a store too small, a bad configuration, a device that is neither, a
     // NIC and window that pci/ says cannot do peer-to-peer DMA.
     NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::PeerWindow& window, const dma::Mapping& store,
              const NicPagerConfig& cfg);
@@ -79,13 +80,13 @@ public:
     NicStats nic_stats() const;  // with no access in flight
     PageState state(std::uint64_t page) const noexcept { return tables_.state(page); }
     const PagerView& view() const noexcept { return tables_.view(); }
-    const nic::Igb& port() const noexcept { return *port_; }
 
     // Tests only: make fill number `at` (0-based, counted from now) go wrong the way a device could.
     void inject_fault(NicFault fault, std::uint64_t at) noexcept;
 
 private:
-    std::unique_ptr<nic::Igb> port_;
+    std::unique_ptr<nic::Igb> igb_;  // the port: one of the two
+    std::unique_ptr<nic::E1000e> e1000e_;
     HostTables tables_;
     std::vector<nic::LoopbackQueue> queues_;
     std::vector<std::uint32_t> locks_;

@@ -4,7 +4,9 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -67,6 +69,21 @@ inline void igb_reset_and_link(const bardrive::vfio::Mmio& r) {
     REQUIRE(wait_for([&] { return (r.read32(igb::MDIC) & igb::mdic::READY) != 0; }, std::chrono::seconds(1)));
     REQUIRE((r.read32(igb::MDIC) & igb::mdic::ERROR) == 0);
     REQUIRE(wait_for([&] { return (r.read32(igb::STATUS) & igb::status::LU) != 0; }, std::chrono::seconds(5)));
+}
+
+// Asks the host to take NIC n's link down (up = false) or up, as a pulled cable would (lab/lab's
+// request-set_link: QMP set_link on netdev nicN); returns the runner's answer, "ok" or "error: ...".
+inline std::string host_set_link(unsigned nic, bool up) {
+    const char* out = std::getenv("BARDRIVE_LAB_OUT");
+    if (!out) return "error: BARDRIVE_LAB_OUT is not set";
+    std::string req = std::string(out) + "/request-set_link", done = req + ".done";
+    std::remove(done.c_str());
+    std::ofstream(req + ".tmp") << "nic" << nic << (up ? " on" : " off") << "\n";
+    std::rename((req + ".tmp").c_str(), req.c_str());  // the runner never reads half a request
+    std::string answer = "error: the runner did not answer in 10 s (a lab/lab without request-set_link?)";
+    wait_for([&] { return std::ifstream(done).good(); }, std::chrono::seconds(10));
+    if (std::ifstream f(done); f && std::getline(f, answer)) std::remove(done.c_str());
+    return answer;
 }
 
 }  // namespace labenv

@@ -1,14 +1,18 @@
 #!/usr/bin/python3
 """Unit tests of lab/lab that boot nothing: bad input gets a clear message and the right exit code,
-the preset table covers the topology classes docs/lab.md promises, window comparison finds bytes.
+the preset table covers the topology classes docs/lab.md promises, window comparison finds bytes,
+request-set_link reaches a (fake) QMP monitor and answers the guest.
 Usage: runner_test.py LAB_RUNNER"""
 
 import importlib.machinery
 import importlib.util
+import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 RUNNER = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
@@ -162,6 +166,78 @@ class Windows(unittest.TestCase):
     def test_share_roots_never_nest_or_expose_usr(self):
         roots = self.mod.share_roots(['/work/main', '/work/main/build', '/usr/lib', '/', '/tmp/x'])
         self.assertEqual(roots, ['/tmp/x', '/work/main'])
+
+
+class GuestRequests(unittest.TestCase):
+    """request-set_link against a fake QMP server: what the runner sends and what it answers."""
+
+    def setUp(self):
+        self.mod = load_runner()
+        self.dir = tempfile.TemporaryDirectory()
+        self.sock_path = os.path.join(self.dir.name, 'qmp.sock')
+        self.received = []
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.sock_path)
+        self.server.listen(1)
+        threading.Thread(target=self.serve_qmp, daemon=True).start()
+        self.requests = self.mod.GuestRequests(self.dir.name, self.sock_path)
+
+    def tearDown(self):
+        self.server.close()
+        self.dir.cleanup()
+
+    def serve_qmp(self):
+        conn, _ = self.server.accept()
+        f = conn.makefile('rw')
+        f.write(json.dumps({'QMP': {'version': {}, 'capabilities': []}}) + '\n')
+        f.flush()
+        for line in f:
+            cmd = json.loads(line)
+            self.received.append(cmd)
+            f.write(json.dumps({'event': 'NOISE'}) + '\n')  # events come between replies
+            if cmd.get('arguments', {}).get('name') == 'nic9':
+                f.write(json.dumps({'error': {'class': 'DeviceNotFound', 'desc': "Device 'nic9' not found"}}) + '\n')
+            else:
+                f.write(json.dumps({'return': {}}) + '\n')
+            f.flush()
+
+    def ask(self, text):
+        req = os.path.join(self.dir.name, 'request-set_link')
+        with open(req, 'w') as f:
+            f.write(text)
+        self.requests.serve()
+        self.assertFalse(os.path.exists(req), 'the request stays until served')
+        with open(req + '.done') as f:
+            return f.read().strip()
+
+    def test_nothing_asked_nothing_done(self):
+        self.requests.serve()
+        self.assertEqual(os.listdir(self.dir.name), ['qmp.sock'])
+
+    def test_set_link_off_and_on(self):
+        self.assertEqual(self.ask('nic1 off\n'), 'ok')
+        self.assertEqual(self.ask('nic1 on'), 'ok')
+        sent = [c for c in self.received if c['execute'] == 'set_link']
+        self.assertEqual(sent, [{'execute': 'set_link', 'arguments': {'name': 'nic1', 'up': False}},
+                                {'execute': 'set_link', 'arguments': {'name': 'nic1', 'up': True}}])
+        self.assertEqual(self.received[0]['execute'], 'qmp_capabilities')
+
+    def test_malformed_request_is_answered_not_sent(self):
+        self.assertIn('is not "nicN on|off"', self.ask('eth0 down'))
+        self.assertIn('is not "nicN on|off"', self.ask('nic0'))
+        self.assertEqual(self.received, [])
+
+    def test_qmp_error_is_passed_back(self):
+        self.assertIn("Device 'nic9' not found", self.ask('nic9 off'))
+
+    def test_no_monitor(self):
+        requests = self.mod.GuestRequests(self.dir.name, os.path.join(self.dir.name, 'none.sock'))
+        req = os.path.join(self.dir.name, 'request-set_link')
+        with open(req, 'w') as f:
+            f.write('nic0 off')
+        requests.serve()
+        with open(req + '.done') as f:
+            self.assertIn('error: QMP:', f.read())
 
 
 if __name__ == '__main__':

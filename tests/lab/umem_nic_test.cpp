@@ -4,7 +4,8 @@
 // device reports DMA to nowhere as done), the store is checked word by word after flush(), and the same
 // checker is shown to catch a lost fill and a fill one page off. Run once per IOMMU mode
 // (lab/each-iommu-mode): type1 runs everything; iommufd and its compat container refuse peer windows,
-// and the test asserts that the refusal says so and names the mode that works.
+// and the test asserts that the refusal says so and names the mode that works. The [e1000e] case runs
+// on preset e1000e (lab-umem-nic-e1000e): the pager over an 82574L's one queue pair.
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -188,6 +189,35 @@ TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, po
             }
         }
     }
+}
+
+TEST_CASE("NIC pager over an e1000e: one queue pair that threads take turns on, every value checked", "[e1000e]") {
+    const char* model = std::getenv("BARDRIVE_LAB_NIC_MODEL");
+    if (!model || std::string(model) != "e1000e") SKIP("needs the lab's e1000e preset (lab-umem-nic-e1000e)");
+    PagerBed bed;
+    // e1000e B shares the inner switch with the window (PIX).
+    auto nic = vfio::Device::open(*bed.domain, bed.lab.nics.at(1));
+    const std::uint64_t pages = 40;
+    for (unsigned percent : {100u, 25u}) {
+        INFO("pool " << percent << "%");
+        Workload wl(bed, pages);
+        umem::NicPager pager(nic, *bed.iovas, bed.window, wl.map, config(pages, pages * percent / 100, 1));
+        CHECK(run_threads(pager, wl, 2, Pattern::random, 60) == 0);
+        pager.flush();
+        CHECK(wl.check_store() == 0);
+        umem::Stats s = pager.stats();
+        umem::NicStats n = pager.nic_stats();
+        CHECK(s[umem::c_fills] > 0);
+        CHECK(n.moves == s[umem::c_fills] + s[umem::c_prefetches] + s[umem::c_writebacks]);
+        CHECK(n.failures == 0);
+        CHECK(n.fallbacks == 0);
+        CHECK(n.broken_queues == 0);
+        CHECK(n.frames == n.moves);  // one 4 KiB frame per page
+        if (percent < 100) CHECK(s[umem::c_evictions] > 0);
+    }
+    Workload wl(bed, pages);
+    CHECK_THROWS_WITH(umem::NicPager(nic, *bed.iovas, bed.window, wl.map, config(pages, pages, 2)),
+                      ContainsSubstring("one queue pair"));
 }
 
 TEST_CASE("NIC pager: faults on one page from 8 threads at once fill it once") {
