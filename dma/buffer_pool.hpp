@@ -46,9 +46,11 @@ public:
         return n;
     }
     void free(std::uint32_t index) noexcept {  // index from a Buffer this pool gave out
-        // A double free would hand one buffer out twice: catch it in debug builds.
-        assert(index < count_ && top_ < count_ && "BufferPool::free of a foreign index or double free");
-        if (index >= count_ || top_ >= count_) return;
+        // A double free would hand one buffer out twice: ignored, and caught in debug builds.
+        if (index >= count_ || top_ >= count_) [[unlikely]] {
+            assert(!"BufferPool::free of a foreign index or double free");
+            return;
+        }
         free_.data()[top_++] = index;
     }
     Buffer at(std::uint32_t index) const noexcept {

@@ -38,7 +38,7 @@ void RxRing::repost(const Packet& p) noexcept {
     igb::AdvRxDesc& d = descs_[tail_];
     d.read.pkt_addr = p.iova;
     d.read.hdr_addr = 0;  // also clears the write-back status word, so a stale DD cannot be seen again
-    slots_[tail_] = p;
+    slots_[tail_] = Packet{p.data, p.iova, 0, p.buf, p.pool};  // poll() fills in the rest
     tail_ = (tail_ + 1) & mask_;
 }
 

@@ -184,7 +184,10 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
             const std::uint64_t iova = first.iova + off;
             d->read.pkt_addr = iova;
             d->read.hdr_addr = 0;  // also clears the write-back status word
-            *slot = Packet{reinterpret_cast<std::uint8_t*>(first.data + off), iova, 0, *idx, &pool};
+            slot->data = reinterpret_cast<std::uint8_t*>(first.data + off);
+            slot->iova = iova;
+            slot->buf = *idx;
+            slot->pool = &pool;  // the other fields stay 0 (set at construction, post)
         }
         tail = (tail + run) & mask_;
         left -= run;
@@ -220,7 +223,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
                 whole = drop(*slot, status, whole != igb::rxd::EOP) ? ~0u : igb::rxd::EOP;
                 continue;
             }
-            *o = *slot;
+            *o = *slot;  // its len, flags, vlan, l2_len, l3_len are 0 (refill, post)
             o->len = len;
             o->flags = status & pkt::RX_MASK;
             o->vlan = d->wb.vlan;
@@ -265,14 +268,15 @@ template <bool Advanced>
         Slot* slot = slots_ + tail;
         for (const Packet* const run_end = p + run; p != run_end; ++p, ++d, ++slot) {
             // One branch for both: a length from 1 to max_frame (len - 1 wraps for 0), no offload asked.
-            if (p->len - 1 >= max_frame || (p->flags & pkt::TX_MASK)) [[unlikely]]
+            const std::uint32_t len = p->len;  // once: the descriptor stores below may alias it
+            if (len - 1 >= max_frame || (p->flags & pkt::TX_MASK)) [[unlikely]]
                 break;
             d->read.buffer_addr = p->iova;
-            d->read.cmd_type_len = type | p->len;
+            d->read.cmd_type_len = type | len;
             // PAYLEN (igb); 0 on the 82574, whose descriptor has no such field. Also clears a stale DD.
-            d->read.olinfo_status = Advanced ? p->len << igb::txd::PAYLEN_SHIFT : 0;
-            *slot = Slot{p->pool, p->buf, p->len};
-            bytes += p->len;
+            d->read.olinfo_status = Advanced ? len << igb::txd::PAYLEN_SHIFT : 0;
+            *slot = Slot{p->pool, p->buf, len};
+            bytes += len;
         }
         const auto done = static_cast<std::uint32_t>(d - begin);
         tail = (tail + done) & mask_;
@@ -335,7 +339,7 @@ inline std::uint32_t TxRing::reclaim_to_pools() noexcept {
     for (std::uint32_t left = n; left != 0;) {
         const std::uint32_t run = std::min(left, mask_ + 1 - clean);
         for (const Slot *s = slots_ + clean, *const end = s + run; s != end; ++s)
-            if (s->pool) s->pool->free(s->buf);
+            if (s->pool) s->pool->free(s->buf);  // a context descriptor's slot has nothing to give back
         clean = (clean + run) & mask_;
         left -= run;
     }
