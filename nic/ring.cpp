@@ -59,10 +59,6 @@ bool RxRing::drop(const Packet& p, std::uint32_t status, bool chain) noexcept {
     return chain;
 }
 
-bool RxRing::has_work() const noexcept {
-    return posted() != 0 && (detail::load_acquire(descs_[clean_].wb.status_error) & igb::rxd::DD);
-}
-
 std::uint32_t RxRing::drain(std::span<Packet> out) noexcept {
     std::uint32_t n = 0;
     while (n < out.size() && posted() != 0) {

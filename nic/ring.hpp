@@ -55,7 +55,9 @@ public:
     std::uint32_t poll(std::span<Packet> out) noexcept;
 
     // True when the next descriptor to harvest is done (a frame, or a drop to count).
-    bool has_work() const noexcept;
+    bool has_work() const noexcept {
+        return posted() != 0 && (__atomic_load_n(&descs_[clean_].wb.status_error, __ATOMIC_ACQUIRE) & igb::rxd::DD);
+    }
 
     std::uint32_t tail() const noexcept { return tail_; }  // the value RDT should hold
     std::uint32_t next_to_clean() const noexcept { return clean_; }
@@ -197,6 +199,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
 }
 
 [[gnu::always_inline]] inline std::uint32_t RxRing::poll(std::span<Packet> out) noexcept {
+    if (!has_work()) return 0;  // an empty poll costs a few instructions, not the loop's set-up
     // Never more descriptors than are posted: a device that sets DD on stale or unposted descriptors can
     // neither hand a buffer out twice nor keep this loop going past one lap.
     std::uint32_t look = std::min<std::uint32_t>(static_cast<std::uint32_t>(out.size()), posted());

@@ -1,6 +1,7 @@
 // nic::Igb talking to the kernel's own igb driver on the other NIC of the wire (lab preset `basic` with
 // only NIC A bound to vfio-pci): bardrive -> kernel and kernel -> bardrive, every frame byte-exact and
-// the counts exact. The kernel side is an AF_PACKET socket on NIC B's interface.
+// the counts exact. The kernel side is an AF_PACKET socket on NIC B's interface; for the offloads also a
+// VLAN 100 sub-interface (8021q) with a UDP socket that only takes frames tagged right with right checksums.
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
