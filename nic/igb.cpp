@@ -394,7 +394,7 @@ QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
     const TxRingCounters& c = q.ring.counters();
     s.packets = c.packets;
     s.bytes = c.bytes;
-    s.bad_length = c.bad_length;
+    s.bad_length = c.bad_length + c.bad_offload;  // every frame refused
     s.bad_head = c.bad_head;
     s.doorbells = q.doorbells;
     return s;
