@@ -1,7 +1,6 @@
 #include "dma/buffer_pool.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 
 #include "core/error.hpp"
@@ -44,24 +43,6 @@ BufferPool::BufferPool(const PeerWindow& window, std::size_t buffer_size, std::u
     free_.resize(count_);
     for (std::uint32_t i = 0; i < count_; ++i) free_[i] = count_ - 1 - i;
     top_ = count_;
-}
-
-bool BufferPool::alloc(Buffer& out) noexcept {
-    if (top_ == 0) return false;
-    out = at(free_[--top_]);
-    return true;
-}
-
-void BufferPool::free(std::uint32_t index) noexcept {
-    // A double free would hand one buffer out twice: catch it in debug builds.
-    assert(index < count_ && top_ < count_ && "BufferPool::free of a foreign index or double free");
-    if (index >= count_ || top_ >= count_) return;
-    free_[top_++] = index;
-}
-
-BufferPool::Buffer BufferPool::at(std::uint32_t index) const noexcept {
-    const std::size_t off = std::size_t{index} * stride_;
-    return {base_ + off, base_iova_ + off, index};
 }
 
 }  // namespace bardrive::dma

@@ -1,6 +1,7 @@
 // dma::BufferPool: fixed-size DMA buffers (packet buffers, rings) with O(1) alloc/free.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,9 +31,32 @@ public:
     // Nothing of its own is mapped (mapping() is empty); the window must outlive the pool.
     BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count = 0);
 
-    bool alloc(Buffer& out) noexcept;         // false when the pool is empty
-    void free(std::uint32_t index) noexcept;  // index from a Buffer this pool gave out
-    Buffer at(std::uint32_t index) const noexcept;
+    // Inline: the NIC data paths call these per packet.
+    bool alloc(Buffer& out) noexcept {  // false when the pool is empty
+        if (top_ == 0) return false;
+        out = at(free_.data()[--top_]);
+        return true;
+    }
+    // Takes up to n buffers at once: returns how many and points `indices` at theirs (valid until the
+    // next free()); at() gives their addresses.
+    std::uint32_t alloc_bulk(std::uint32_t n, const std::uint32_t*& indices) noexcept {
+        if (n > top_) n = static_cast<std::uint32_t>(top_);
+        top_ -= n;
+        indices = free_.data() + top_;
+        return n;
+    }
+    void free(std::uint32_t index) noexcept {  // index from a Buffer this pool gave out
+        // A double free would hand one buffer out twice: ignored, and caught in debug builds.
+        if (index >= count_ || top_ >= count_) [[unlikely]] {
+            assert(!"BufferPool::free of a foreign index or double free");
+            return;
+        }
+        free_.data()[top_++] = index;
+    }
+    Buffer at(std::uint32_t index) const noexcept {
+        const std::size_t off = std::size_t{index} * stride_;
+        return {base_ + off, base_iova_ + off, index};
+    }
 
     std::size_t buffer_size() const noexcept { return buffer_size_; }
     std::size_t stride() const noexcept { return stride_; }

@@ -31,6 +31,11 @@ std::uint32_t header_slot(const IgbOptions& o) { return o.rx_header_bytes ? o.rx
 std::size_t header_slots_bytes(const IgbOptions& o) { return std::size_t{o.rx_ring + o.tx_ring} * header_slot(o); }
 using e1000x::poll_until;
 
+// SRRCTL.BSIZEPACKET for a pool's buffers: whole KiB, at most 127.
+std::uint32_t rx_buffer_kib(const dma::BufferPool& pool) {
+    return static_cast<std::uint32_t>(std::min<std::size_t>(pool.buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
+}
+
 }  // namespace
 
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& o)
@@ -89,11 +94,12 @@ void Igb::check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) con
     if (rx_pool == nullptr) {
         throw Error("configure igb", who, "no receive buffer pool", "pass a dma::BufferPool or use external_queues");
     }
+    // Every frame in one buffer (no chains to hand out): SRRCTL.BSIZEPACKET counts whole KiB.
     std::uint32_t need = std::max<std::uint32_t>(2048, o.max_frame);
-    if (rx_pool->buffer_size() < need) {
+    if (rx_buffer_kib(*rx_pool) * 1024 < need) {
         throw Error("configure igb", who, log::concat("pool buffers of ", rx_pool->buffer_size(), " bytes"),
-                    log::concat("receive buffers must be at least ", need, " bytes (a ", o.max_frame,
-                                "-byte frame in one buffer)"));
+                    log::concat("receive buffers must hold at least ", (need + 1023) / 1024 * 1024, " bytes (a ",
+                                o.max_frame, "-byte frame in one buffer, in whole KiB)"));
     }
     std::uint32_t ring_bufs = o.rx_queues * (o.rx_ring - 1);
     if (rx_pool->available() < ring_bufs) {
@@ -163,10 +169,7 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
         bar0_.write32(igb::RAL(i), 0);
         bar0_.write32(igb::RAH(i), 0);
     }
-    std::uint32_t kib =
-        o.external_queues
-            ? o.rx_buffer_bytes / 1024
-            : static_cast<std::uint32_t>(std::min<std::size_t>(pool->buffer_size() / 1024, igb::srrctl::BSIZEPKT_MASK));
+    std::uint32_t kib = o.external_queues ? o.rx_buffer_bytes / 1024 : rx_buffer_kib(*pool);
     std::uint32_t srrctl = kib | igb::srrctl::DROP_EN;
     if (o.rx_header_bytes > 0) {
         srrctl |= (o.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT | igb::srrctl::DESCTYPE_HDR_SPLIT_ALWAYS;
@@ -178,8 +181,8 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
-        rx_.push_back(
-            RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.external_queues ? nullptr : pool, 0, 0, 0, descs});
+        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.external_queues ? nullptr : pool,
+                              std::min<std::uint32_t>(kRefillBatch, o.rx_ring / 4), 0, 0, 0, descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::RDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::RDLEN(q), o.rx_ring * sizeof(igb::AdvRxDesc));
@@ -197,7 +200,11 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
         }
     }
     // The descriptor carries the RSS hash (PCSD); with one queue RSS stays off and everything lands in queue 0.
-    bar0_.write32(igb::RXCSUM, igb::rxcsum::PCSD);
+    // Checksum status bits (IPCS/L4CS/UDPCS, IPE/L4E) come with PCSD too; external queues keep them off
+    // (LoopbackQueue takes any error bit for a broken engine).
+    bar0_.write32(
+        igb::RXCSUM,
+        igb::rxcsum::PCSD | (o.rx_checksum && !o.external_queues ? igb::rxcsum::IPOFLD | igb::rxcsum::TUOFLD : 0));
     if (o.rx_queues > 1) {
         for (unsigned i = 0; i < igb::RETA_ENTRIES / 4; ++i) {
             std::uint32_t v = 0;
@@ -213,6 +220,9 @@ void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
     } else {
         bar0_.write32(igb::MRQC, 0);
     }
+    // CTRL.VME: received VLAN tags are stripped into the descriptor (a tag inserted on TX needs no VME).
+    std::uint32_t ctrl = bar0_.read32(igb::CTRL);
+    bar0_.write32(igb::CTRL, o.vlan_strip ? ctrl | igb::ctrl::VME : ctrl & ~igb::ctrl::VME);
     std::uint32_t rctl = igb::rctl::EN | igb::rctl::SECRC;
     if (o.broadcast) rctl |= igb::rctl::BAM;
     if (o.promiscuous) rctl |= igb::rctl::UPE | igb::rctl::MPE;
@@ -293,24 +303,18 @@ void Igb::setup_interrupts(const IgbOptions& o) {
 
 void Igb::refill(RxQueue& q) noexcept {
     if (!q.pool) return;  // external queues: their driver posts buffers
-    Packet bufs[kRefillBatch];
-    while (q.ring.free_slots() != 0) {
-        std::uint32_t want = std::min(q.ring.free_slots(), kRefillBatch), k = 0;
-        dma::BufferPool::Buffer b;
-        while (k < want && q.pool->alloc(b)) {
-            bufs[k++] = Packet{reinterpret_cast<std::uint8_t*>(b.data), b.iova, 0, b.index, q.pool};
-        }
-        if (k < want) ++q.no_buffers;
-        q.ring.post(std::span(bufs, k));
-        if (k < want) break;
-    }
+    const std::uint32_t want = q.ring.free_slots();
+    if (q.ring.refill(*q.pool) < want) ++q.no_buffers;
 }
 
 std::uint16_t Igb::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept {
     if (queue >= rx_.size()) return 0;
-    RxQueue& q = rx_[queue];
-    std::uint32_t n = q.ring.poll(out);
-    if (q.ring.free_slots() >= std::min<std::uint32_t>(kRefillBatch, q.ring.size() / 4) || n == 0) refill(q);
+    RxQueue& q = rx_.data()[queue];
+    const std::uint32_t n = q.ring.poll(out);
+    // Refill in bulk once a batch's worth of descriptors is free, and on an idle poll (a pool that ran
+    // dry may have buffers again).
+    const std::uint32_t free = q.ring.free_slots();
+    if (free >= q.refill_at || (n == 0 && free != 0)) refill(q);
     if (q.ring.tail() != q.last_tail) {
         vfio::wmb();  // descriptors written before the device sees the new tail
         bar0_.write32(igb::RDT(queue), q.ring.tail());
@@ -330,21 +334,15 @@ std::uint32_t Igb::tx_free_slots(std::uint16_t queue) const noexcept {
 
 std::uint32_t Igb::tx_reclaim(std::uint16_t queue) noexcept {
     if (queue >= tx_.size()) return 0;
-    TxQueue& q = tx_[queue];
-    Packet done[kRefillBatch];
-    std::uint32_t total = 0, n;
-    do {
-        n = q.ring.reclaim(done);
-        for (std::uint32_t i = 0; i < n; ++i) release(done[i]);
-        total += n;
-    } while (n == kRefillBatch);
-    return total;
+    return tx_.data()[queue].ring.reclaim_to_pools();
 }
 
 std::uint16_t Igb::tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept {
     if (queue >= tx_.size()) return 0;
-    TxQueue& q = tx_[queue];
-    if (q.ring.free_slots() < pkts.size()) tx_reclaim(queue);
+    TxQueue& q = tx_.data()[queue];
+    // Completions are collected in bulk, only when the ring runs short (an offloaded frame takes a
+    // context descriptor too).
+    if (q.ring.free_slots() < 2 * pkts.size()) q.ring.reclaim_to_pools();
     std::uint32_t n = q.ring.push(pkts);
     if (q.ring.tail() != q.last_tail) {
         vfio::wmb();
@@ -412,7 +410,7 @@ QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
     const TxRingCounters& c = q.ring.counters();
     s.packets = c.packets;
     s.bytes = c.bytes;
-    s.bad_length = c.bad_length;
+    s.bad_length = c.bad_length + c.bad_offload;  // every frame refused
     s.bad_head = c.bad_head;
     s.doorbells = q.doorbells;
     return s;

@@ -32,8 +32,14 @@ struct IgbOptions {
                                  // (link_fd); otherwise poll only
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
     // Longest frame sent or accepted, without CRC: 1514 (1500-byte MTU) up to 9728 - 4 (the 82576's
-    // 9.5 KB); above 1514 the device accepts long packets (RCTL.LPE, RLPML).
+    // 9.5 KB); above 1514 the device accepts long packets (RCTL.LPE, RLPML). Every frame lands in one
+    // buffer (one Packet): the pool's buffers must hold max_frame in whole KiB (e.g. 9216 for 9014).
     std::uint32_t max_frame = 1514;
+    // RX offloads: IPv4/TCP/UDP checksums checked by the device and reported in Packet::flags (pkt::RX_*;
+    // a bad checksum is reported, the frame still delivered); VLAN tags stripped into Packet::vlan.
+    // TX offloads need no option: they are asked per frame (pkt::TX_*).
+    bool rx_checksum = true;
+    bool vlan_strip = false;
     // The station address in RAL0/RAH0 instead of the one loaded from the EEPROM.
     std::optional<MacAddress> mac;
     // The rings are driven from outside nic::Igb (a DMA engine such as nic::LoopbackQueue) through
@@ -114,6 +120,7 @@ private:
     struct RxQueue {
         RxRing ring;
         dma::BufferPool* pool;
+        std::uint32_t refill_at;  // free descriptors that make rx_burst refill
         std::uint32_t last_tail = 0;
         std::uint64_t doorbells = 0;
         std::uint64_t no_buffers = 0;

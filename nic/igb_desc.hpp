@@ -35,6 +35,9 @@ namespace rxd {
 inline constexpr std::uint32_t DD = 1u << 0;             // descriptor done
 inline constexpr std::uint32_t EOP = 1u << 1;            // end of packet
 inline constexpr std::uint32_t VP = 1u << 3;             // VLAN tag stripped into .vlan
+inline constexpr std::uint32_t UDPCS = 1u << 4;          // the L4 checksum checked was UDP's
+inline constexpr std::uint32_t L4CS = 1u << 5;           // TCP/UDP checksum checked (RXCSUM.TUOFLD)
+inline constexpr std::uint32_t IPCS = 1u << 6;           // IPv4 header checksum checked (RXCSUM.IPOFLD)
 inline constexpr std::uint32_t ERR_L4E = 1u << 29;       // TCP/UDP checksum error
 inline constexpr std::uint32_t ERR_IPE = 1u << 30;       // IPv4 checksum error
 inline constexpr std::uint32_t ERR_RXE = 1u << 31;       // frame error (CRC, symbol, ...): the frame is bad
@@ -64,6 +67,16 @@ static_assert(offsetof(AdvTxDesc::Read, cmd_type_len) == 8);
 static_assert(offsetof(AdvTxDesc::Read, olinfo_status) == 12);
 static_assert(offsetof(AdvTxDesc::Writeback, status) == 12);
 
+// Transmit context descriptor, 7.2.2.2: the header lengths and VLAN tag the data descriptors after it
+// use for checksum offload and VLAN insertion (IDX 0 only: one context, written before each such frame).
+struct AdvTxContextDesc {
+    std::uint32_t vlan_macip_lens;  // IPLEN 8:0, MACLEN 15:9, VLAN 31:16
+    std::uint32_t seqnum_seed;
+    std::uint32_t type_tucmd_mlhl;  // TUCMD 19:9 (IPV4 bit 10, L4T 12:11), DTYP 23:20 = 0010, DEXT bit 29
+    std::uint32_t mss_l4len_idx;    // IDX 6:4, L4LEN 15:8, MSS 31:16
+};
+static_assert(sizeof(AdvTxContextDesc) == sizeof(AdvTxDesc), "7.2.2.2: context descriptors fill a data slot");
+
 namespace txd {
 inline constexpr std::uint32_t DTALEN_MASK = 0xffff;
 inline constexpr std::uint32_t DTYP_DATA = 0x3u << 20;         // advanced data descriptor
@@ -72,7 +85,15 @@ inline constexpr std::uint32_t CMD_EOP = 1u << 24;             // last descripto
 inline constexpr std::uint32_t CMD_IFCS = 1u << 25;            // append the Ethernet CRC
 inline constexpr std::uint32_t CMD_RS = 1u << 27;              // report status (head write-back)
 inline constexpr std::uint32_t CMD_DEXT = 1u << 29;            // advanced format
+inline constexpr std::uint32_t CMD_VLE = 1u << 30;             // insert the context's VLAN tag
 inline constexpr std::uint32_t PAYLEN_SHIFT = 14;
+inline constexpr std::uint32_t POPTS_IXSM = 1u << 8;  // olinfo: insert the IPv4 header checksum
+inline constexpr std::uint32_t POPTS_TXSM = 1u << 9;  // olinfo: insert the TCP/UDP checksum
+inline constexpr std::uint32_t DTYP_CONTEXT = 0x2u << 20;
+inline constexpr std::uint32_t TUCMD_IPV4 = 1u << 10;
+inline constexpr std::uint32_t TUCMD_L4T_TCP = 1u << 11;  // 00: UDP
+inline constexpr std::uint32_t MACLEN_SHIFT = 9;
+inline constexpr std::uint32_t VLAN_SHIFT = 16;
 inline constexpr std::uint32_t STA_DD = 1u << 0;
 }  // namespace txd
 

@@ -7,10 +7,12 @@
 // outside the ring or outside a buffer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "../dma/buffer_pool.hpp"
 #include "igb_desc.hpp"
 #include "packet.hpp"
 
@@ -28,21 +30,34 @@ struct RxRingCounters {
     std::uint64_t frame_errors = 0;  // the device flagged the frame bad (RXE)
 };
 
+static_assert(pkt::RX_VLAN == igb::rxd::VP && pkt::RX_UDP == igb::rxd::UDPCS && pkt::RX_L4_CHECKED == igb::rxd::L4CS &&
+                  pkt::RX_IP_CHECKED == igb::rxd::IPCS && pkt::RX_L4_BAD == igb::rxd::ERR_L4E &&
+                  pkt::RX_IP_BAD == igb::rxd::ERR_IPE,
+              "Packet::flags on RX are the descriptor's status/error bits");
+
 class RxRing {
 public:
     // `descs` holds `size` descriptors (DMA memory the device reads); every posted buffer holds
     // `buffer_size` bytes. Throws bardrive::Error for a bad size.
     RxRing(igb::AdvRxDesc* descs, std::uint32_t size, std::uint32_t buffer_size);
+    RxRing(RxRing&&) noexcept = default;  // slots_ keeps pointing into the moved storage
+    RxRing(const RxRing&) = delete;
+    RxRing& operator=(const RxRing&) = delete;
 
     // Writes up to bufs.size() buffers into free descriptors; returns how many it took.
     std::uint32_t post(std::span<const Packet> bufs) noexcept;
+    // Posts buffers taken from `pool` into every free descriptor; returns how many (fewer: the pool ran dry).
+    std::uint32_t refill(dma::BufferPool& pool) noexcept;
 
-    // Harvests up to out.size() received frames in ring order. Frames the device reported badly are
-    // counted and their buffers re-posted at once (so the caller rings the doorbell when tail() moved).
+    // Harvests up to out.size() received frames in ring order, each with its Packet::flags and vlan.
+    // Frames the device reported badly are counted and their buffers re-posted at once (so the caller
+    // rings the doorbell when tail() moved). Looks at no more descriptors than are posted.
     std::uint32_t poll(std::span<Packet> out) noexcept;
 
     // True when the next descriptor to harvest is done (a frame, or a drop to count).
-    bool has_work() const noexcept;
+    bool has_work() const noexcept {
+        return posted() != 0 && (__atomic_load_n(&descs_[clean_].wb.status_error, __ATOMIC_ACQUIRE) & igb::rxd::DD);
+    }
 
     std::uint32_t tail() const noexcept { return tail_; }  // the value RDT should hold
     std::uint32_t next_to_clean() const noexcept { return clean_; }
@@ -58,6 +73,7 @@ public:
 
 private:
     void repost(const Packet& p) noexcept;
+    bool drop(const Packet& p, std::uint32_t status, bool chain) noexcept;
 
     igb::AdvRxDesc* descs_;
     std::uint32_t mask_;
@@ -65,15 +81,17 @@ private:
     std::uint32_t tail_ = 0;
     std::uint32_t clean_ = 0;
     bool in_chain_ = false;  // inside a frame the device spread over several descriptors
-    std::vector<Packet> slots_;
+    std::vector<Packet> storage_;
+    Packet* slots_;  // storage_.data(): the hot loops index it without std::vector's checks
     RxRingCounters counters_;
 };
 
 struct TxRingCounters {
     std::uint64_t packets = 0;
     std::uint64_t bytes = 0;
-    std::uint64_t bad_length = 0;  // frames refused: empty or longer than max_frame
-    std::uint64_t bad_head = 0;    // head write-back outside the ring or beyond what was queued
+    std::uint64_t bad_length = 0;   // frames refused: empty or longer than max_frame
+    std::uint64_t bad_head = 0;     // head write-back outside the ring or beyond what was queued
+    std::uint64_t bad_offload = 0;  // frames refused: an offload this format lacks, or header lengths unset
 };
 
 // The 16-byte transmit data descriptors both parts share in layout (address, cmd/type/length, status):
@@ -87,14 +105,23 @@ public:
     // then asks for it. Frames longer than `max_frame` are refused. Throws bardrive::Error for a bad size.
     TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
            TxFormat format = TxFormat::igb_advanced);
+    TxRing(TxRing&&) noexcept = default;
+    TxRing(const TxRing&) = delete;
+    TxRing& operator=(const TxRing&) = delete;
 
-    // Queues frames in order; stops at a full ring or at a frame of impossible length (counted).
-    // The last descriptor queued asks for a head write-back. Returns how many were taken.
+    // Queues frames in order; stops at a full ring or at a frame of impossible length or offload
+    // (counted). A frame with pkt::TX_* flags (igb format only) takes a context descriptor before its
+    // data descriptor. The last descriptor queued asks for a head write-back. Returns how many were taken.
     std::uint32_t push(std::span<const Packet> pkts) noexcept;
 
-    // Returns up to out.size() frames the device has finished with (their buffers are free again),
-    // as told by the head write-back, once checked (or by the descriptors' DD bits).
+    // Returns up to out.size() descriptors' frames the device has finished with (their buffers are free
+    // again), as told by the head write-back, once checked (or by the descriptors' DD bits), each as its
+    // pool, buffer index and length (data and iova are not kept). A context descriptor's slot comes back
+    // as an empty Packet (no pool).
     std::uint32_t reclaim(std::span<Packet> out) noexcept;
+    // The same, but gives every finished buffer straight back to its Packet::pool; returns how many
+    // descriptors were finished.
+    std::uint32_t reclaim_to_pools() noexcept;
 
     std::uint32_t tail() const noexcept { return tail_; }  // the value TDT should hold
     std::uint32_t in_flight() const noexcept { return (tail_ - clean_) & mask_; }
@@ -102,10 +129,15 @@ public:
     std::uint32_t size() const noexcept { return mask_ + 1; }
     const TxRingCounters& counters() const noexcept { return counters_; }
 
-    // Gives back every queued frame (device stopped); returns how many.
+    // Gives back every queued frame (device stopped), as reclaim() does; returns how many.
     std::uint32_t drain(std::span<Packet> out) noexcept;
 
 private:
+    std::uint32_t finished() noexcept;  // descriptors from clean_ on that the device is done with
+    template <bool Advanced>
+    std::uint32_t push_frames(const Packet* in, std::uint32_t count) noexcept;
+    bool push_context(const Packet& p, std::uint32_t tail) noexcept;
+
     igb::AdvTxDesc* descs_;
     const std::uint32_t* head_wb_;
     std::uint32_t mask_;
@@ -113,8 +145,209 @@ private:
     TxFormat format_;
     std::uint32_t tail_ = 0;
     std::uint32_t clean_ = 0;
-    std::vector<Packet> slots_;
+    // What giving a frame's buffer back needs, per descriptor (a context descriptor's: no pool).
+    struct Slot {
+        dma::BufferPool* pool;
+        std::uint32_t buf;
+        std::uint32_t len;
+    };
+    std::vector<Slot> storage_;
+    Slot* slots_;  // storage_.data()
     TxRingCounters counters_;
 };
+
+// The data path, inline so that a driver's rx_burst/tx_burst compile into one function with it.
+
+namespace detail {
+// The device writes status words by DMA: read them as atomics so the compiler reloads them, and with
+// acquire so the rest of the descriptor is read after the DD bit was seen.
+// (The builtin, not std::atomic_ref: its alignment assertion would cost a branch per frame.)
+inline std::uint32_t load_acquire(const std::uint32_t& word) noexcept {
+    return __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+}
+}  // namespace detail
+
+// The hot loops below walk descriptors and slots by pointer over runs that do not wrap around the
+// ring, and keep what they need in locals (their stores could alias any member, which the compiler
+// would then reload every frame).
+
+inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
+    const std::uint32_t* idx;
+    const std::uint32_t k = pool.alloc_bulk(free_slots(), idx);
+    const dma::BufferPool::Buffer first = pool.at(0);
+    const std::size_t stride = pool.stride();
+    std::uint32_t tail = tail_;
+    for (std::uint32_t left = k; left != 0;) {
+        const std::uint32_t run = std::min(left, mask_ + 1 - tail);
+        igb::AdvRxDesc* d = descs_ + tail;
+        Packet* slot = slots_ + tail;
+        for (const std::uint32_t* const end = idx + run; idx != end; ++idx, ++d, ++slot) {
+            const std::size_t off = std::size_t{*idx} * stride;
+            const std::uint64_t iova = first.iova + off;
+            d->read.pkt_addr = iova;
+            d->read.hdr_addr = 0;  // also clears the write-back status word
+            slot->data = reinterpret_cast<std::uint8_t*>(first.data + off);
+            slot->iova = iova;
+            slot->buf = *idx;
+            slot->pool = &pool;  // the other fields stay 0 (set at construction, post)
+        }
+        tail = (tail + run) & mask_;
+        left -= run;
+    }
+    tail_ = tail;
+    return k;
+}
+
+[[gnu::always_inline]] inline std::uint32_t RxRing::poll(std::span<Packet> out) noexcept {
+    if (!has_work()) return 0;  // an empty poll costs a few instructions, not the loop's set-up
+    // Never more descriptors than are posted: a device that sets DD on stale or unposted descriptors can
+    // neither hand a buffer out twice nor keep this loop going past one lap.
+    std::uint32_t look = std::min<std::uint32_t>(static_cast<std::uint32_t>(out.size()), posted());
+    const std::uint32_t longest = buffer_size_ - ETH_HEADER_LEN;
+    // What (EOP | RXE) of a frame to hand out must read: EOP alone; inside a chain nothing matches, so
+    // the rest of the chain goes to drop() with the same single test.
+    std::uint32_t whole = in_chain_ ? ~0u : igb::rxd::EOP;
+    Packet* o = out.data();
+    std::uint32_t clean = clean_;
+    std::uint64_t bytes = 0;
+    while (look != 0) {
+        const std::uint32_t run = std::min(look, mask_ + 1 - clean);
+        const igb::AdvRxDesc* const begin = descs_ + clean;
+        const igb::AdvRxDesc* d = begin;
+        const Packet* slot = slots_ + clean;
+        for (const igb::AdvRxDesc* const end = begin + run; d != end; ++d, ++slot) {
+            const std::uint32_t status = detail::load_acquire(d->wb.status_error);
+            if (!(status & igb::rxd::DD)) break;
+            const std::uint32_t len = d->wb.length;
+            // Two tests for every check: the frame's last descriptor (EOP), not the rest of a chain, no
+            // frame error (RXE); from an Ethernet header up to the buffer's size (len - 14 wraps below 14).
+            if ((status & (igb::rxd::EOP | igb::rxd::ERR_RXE)) != whole || len - ETH_HEADER_LEN > longest)
+                [[unlikely]] {
+                whole = drop(*slot, status, whole != igb::rxd::EOP) ? ~0u : igb::rxd::EOP;
+                continue;
+            }
+            *o = *slot;  // its len, flags, vlan, l2_len, l3_len are 0 (refill, post)
+            o->len = len;
+            o->flags = status & pkt::RX_MASK;
+            o->vlan = d->wb.vlan;
+            ++o;
+            bytes += len;
+        }
+        const auto done = static_cast<std::uint32_t>(d - begin);
+        clean = (clean + done) & mask_;
+        look -= done;
+        if (done != run) break;  // stopped at a descriptor the device has not written yet
+    }
+    const auto n = static_cast<std::uint32_t>(o - out.data());
+    clean_ = clean;
+    in_chain_ = whole != igb::rxd::EOP;
+    counters_.packets += n;
+    counters_.bytes += bytes;
+    return n;
+}
+
+[[gnu::always_inline]] inline std::uint32_t TxRing::push(std::span<const Packet> pkts) noexcept {
+    const auto count = static_cast<std::uint32_t>(pkts.size());
+    return format_ == TxFormat::igb_advanced ? push_frames<true>(pkts.data(), count)
+                                             : push_frames<false>(pkts.data(), count);
+}
+
+template <bool Advanced>
+[[gnu::always_inline]] inline std::uint32_t TxRing::push_frames(const Packet* const in, std::uint32_t count) noexcept {
+    // Without head write-back each descriptor reports its own completion.
+    const std::uint32_t type = (Advanced ? igb::txd::DTYP_DATA : igb::txd::DTYP_E1000E_DATA) | igb::txd::CMD_DEXT |
+                               igb::txd::CMD_IFCS | igb::txd::CMD_EOP | (head_wb_ ? 0 : igb::txd::CMD_RS);
+    const std::uint32_t max_frame = max_frame_, first = tail_;
+    std::uint32_t room = free_slots(), tail = first;
+    std::uint64_t bytes = 0;
+    const Packet* p = in;
+    const Packet* const end = in + count;
+    while (p != end && room != 0) {
+        // A run of frames without offloads, up to the batch's end, the room left or the ring's end.
+        const auto run =
+            static_cast<std::uint32_t>(std::min<std::size_t>(std::min<std::size_t>(end - p, room), mask_ + 1 - tail));
+        igb::AdvTxDesc* const begin = descs_ + tail;
+        igb::AdvTxDesc* d = begin;
+        Slot* slot = slots_ + tail;
+        for (const Packet* const run_end = p + run; p != run_end; ++p, ++d, ++slot) {
+            // One branch for both: a length from 1 to max_frame (len - 1 wraps for 0), no offload asked.
+            const std::uint32_t len = p->len;  // once: the descriptor stores below may alias it
+            if (len - 1 >= max_frame || (p->flags & pkt::TX_MASK)) [[unlikely]]
+                break;
+            d->read.buffer_addr = p->iova;
+            d->read.cmd_type_len = type | len;
+            // PAYLEN (igb); 0 on the 82574, whose descriptor has no such field. Also clears a stale DD.
+            d->read.olinfo_status = Advanced ? len << igb::txd::PAYLEN_SHIFT : 0;
+            *slot = Slot{p->pool, p->buf, len};
+            bytes += len;
+        }
+        const auto done = static_cast<std::uint32_t>(d - begin);
+        tail = (tail + done) & mask_;
+        room -= done;
+        if (done == run) continue;
+        // *p stopped the run: a length to refuse, or offloads (a context descriptor, then the frame's).
+        if (p->len - 1 >= max_frame) {
+            ++counters_.bad_length;
+            break;
+        }
+        if (!Advanced) {
+            ++counters_.bad_offload;
+            break;
+        }
+        if (room < 2 || !push_context(*p, tail)) break;
+        tail = (tail + 1) & mask_;
+        std::uint32_t cmd = type | p->len, olinfo = p->len << igb::txd::PAYLEN_SHIFT;
+        if (p->flags & pkt::TX_VLAN) cmd |= igb::txd::CMD_VLE;
+        if (p->flags & pkt::TX_IP_CSUM) olinfo |= igb::txd::POPTS_IXSM;
+        if (p->flags & (pkt::TX_TCP_CSUM | pkt::TX_UDP_CSUM)) olinfo |= igb::txd::POPTS_TXSM;
+        igb::AdvTxDesc& data = descs_[tail];
+        data.read.buffer_addr = p->iova;
+        data.read.cmd_type_len = cmd;
+        data.read.olinfo_status = olinfo;
+        slots_[tail] = Slot{p->pool, p->buf, p->len};
+        bytes += p->len;
+        tail = (tail + 1) & mask_;
+        room -= 2;
+        ++p;
+    }
+    // One head write-back per batch is enough: the head covers every descriptor before it.
+    if (tail != first) descs_[(tail - 1) & mask_].read.cmd_type_len |= igb::txd::CMD_RS;
+    const auto n = static_cast<std::uint32_t>(p - in);
+    tail_ = tail;
+    counters_.packets += n;
+    counters_.bytes += bytes;
+    return n;
+}
+
+inline std::uint32_t TxRing::finished() noexcept {
+    if (!head_wb_) {
+        std::uint32_t n = 0, at = clean_;
+        for (std::uint32_t queued = in_flight();
+             n < queued && (detail::load_acquire(descs_[at].wb.status) & igb::txd::STA_DD); ++n)
+            at = (at + 1) & mask_;
+        return n;
+    }
+    const std::uint32_t head = detail::load_acquire(*head_wb_);
+    const std::uint32_t done = (head - clean_) & mask_;
+    if (head > mask_ || done > in_flight()) [[unlikely]] {
+        ++counters_.bad_head;
+        return 0;
+    }
+    return done;
+}
+
+inline std::uint32_t TxRing::reclaim_to_pools() noexcept {
+    const std::uint32_t n = finished();
+    std::uint32_t clean = clean_;
+    for (std::uint32_t left = n; left != 0;) {
+        const std::uint32_t run = std::min(left, mask_ + 1 - clean);
+        for (const Slot *s = slots_ + clean, *const end = s + run; s != end; ++s)
+            if (s->pool) s->pool->free(s->buf);  // a context descriptor's slot has nothing to give back
+        clean = (clean + run) & mask_;
+        left -= run;
+    }
+    clean_ = clean;
+    return n;
+}
 
 }  // namespace bardrive::nic

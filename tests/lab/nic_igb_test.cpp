@@ -469,6 +469,11 @@ TEST_CASE("igb: set-up errors are clear and leave the device usable") {
         o.rx_ring = 64;
         o.rx_queues = 9;
         CHECK_THROWS_WITH(Igb(*bed.a, *bed.iovas, *bed.pool, o), Catch::Matchers::ContainsSubstring("queues"));
+        // Jumbo frames land in one buffer each: 2048-byte buffers cannot take 9014-byte frames.
+        o.rx_queues = 1;
+        o.max_frame = 9014;
+        CHECK_THROWS_WITH(Igb(*bed.a, *bed.iovas, *bed.pool, o),
+                          Catch::Matchers::ContainsSubstring("must hold at least 9216 bytes"));
     }
     {
         // A window too small for the ring: 4 KiB holds two buffers, the ring needs 511.

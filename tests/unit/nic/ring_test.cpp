@@ -324,3 +324,118 @@ TEST_CASE("tx without head write-back (82574): every descriptor reports, reclaim
     CHECK(ring.in_flight() == 4);
     CHECK(ring.reclaim(out) == 0);  // slots 4..7 were written with status 0
 }
+
+TEST_CASE("rx: each frame carries the device's VLAN and checksum report, nothing else of the status word") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(8);
+    ring.post(std::span(b.pkts).first(7));
+    const std::uint32_t ok = igb::rxd::DD | igb::rxd::EOP;
+    device_rx(d[0], 64);
+    device_rx(d[1], 64, ok | igb::rxd::VP | igb::rxd::IPCS | igb::rxd::L4CS | igb::rxd::UDPCS);
+    d[1].wb.vlan = 0x2064;
+    device_rx(d[2], 64, ok | igb::rxd::IPCS | igb::rxd::L4CS | igb::rxd::ERR_L4E | igb::rxd::ERR_IPE);
+    device_rx(d[3], 64, ok | (1u << 16) | (1u << 9));  // status bits bardrive does not report
+    Packet out[8];
+    out[0].l2_len = 14;  // stale values in the caller's array are overwritten
+    REQUIRE(ring.poll(out) == 4);
+    CHECK(out[0].flags == 0);
+    CHECK(out[0].l2_len == 0);
+    CHECK(out[1].flags == (pkt::RX_VLAN | pkt::RX_IP_CHECKED | pkt::RX_L4_CHECKED | pkt::RX_UDP));
+    CHECK(out[1].vlan == 0x2064);
+    CHECK(out[2].flags == (pkt::RX_IP_CHECKED | pkt::RX_L4_CHECKED | pkt::RX_L4_BAD | pkt::RX_IP_BAD));
+    CHECK(out[3].flags == 0);
+    CHECK((out[1].flags & pkt::TX_MASK) == 0);  // a received frame sent on asks for no offload
+}
+
+TEST_CASE("rx: harvesting across the ring's end keeps every check") {
+    std::vector<igb::AdvRxDesc> d(8);
+    RxRing ring(d.data(), 8, kBuf);
+    Buffers b(16);
+    ring.post(std::span(b.pkts).first(7));
+    for (int i = 0; i < 6; ++i) device_rx(d[i], 64);
+    Packet out[8];
+    REQUIRE(ring.poll(out) == 6);
+    ring.post(std::span(b.pkts).subspan(7, 6));  // slots 7, 0..4
+    device_rx(d[6], 64);
+    device_rx(d[7], 13);  // too short, at the ring's last slot
+    device_rx(d[0], 100);
+    device_rx(d[1], 0, igb::rxd::DD);  // a chain across...
+    device_rx(d[2], 64);               // ...ending here
+    device_rx(d[3], 200);
+    REQUIRE(ring.poll(out) == 3);
+    CHECK(out[0].len == 64);
+    CHECK(out[1].len == 100);
+    CHECK(out[2].len == 200);
+    CHECK(ring.counters().bad_length == 1);
+    CHECK(ring.counters().chained == 2);
+    CHECK(ring.next_to_clean() == 4);
+}
+
+TEST_CASE("tx: offloads put a context descriptor before the frame's, with its lengths and tag") {
+    std::vector<igb::AdvTxDesc> d(8);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), 8, &head, kBuf);
+    Buffers b(8);
+    for (auto& p : b.pkts) p.len = 100;
+    b.pkts[1].flags = pkt::TX_IP_CSUM | pkt::TX_UDP_CSUM | pkt::TX_VLAN;
+    b.pkts[1].vlan = 0x0064;
+    b.pkts[1].l2_len = 14;
+    b.pkts[1].l3_len = 20;
+    b.pkts[2].flags = pkt::TX_TCP_CSUM;
+    b.pkts[2].l2_len = 18;
+    b.pkts[2].l3_len = 24;
+    REQUIRE(ring.push(std::span(b.pkts).first(3)) == 3);
+    CHECK(ring.tail() == 5);  // 3 frames, 2 contexts
+    CHECK(d[0].read.olinfo_status == 100u << igb::txd::PAYLEN_SHIFT);
+    const auto& c1 = reinterpret_cast<const igb::AdvTxContextDesc&>(d[1]);
+    CHECK(c1.vlan_macip_lens == (0x0064u << 16 | 14u << 9 | 20u));
+    CHECK(c1.type_tucmd_mlhl == (igb::txd::DTYP_CONTEXT | igb::txd::CMD_DEXT | igb::txd::TUCMD_IPV4));
+    CHECK(c1.mss_l4len_idx == 0);
+    CHECK(d[2].read.buffer_addr == b.pkts[1].iova);
+    CHECK((d[2].read.cmd_type_len & igb::txd::CMD_VLE) != 0);
+    CHECK(d[2].read.olinfo_status == (100u << igb::txd::PAYLEN_SHIFT | igb::txd::POPTS_IXSM | igb::txd::POPTS_TXSM));
+    const auto& c2 = reinterpret_cast<const igb::AdvTxContextDesc&>(d[3]);
+    CHECK(c2.vlan_macip_lens == (18u << 9 | 24u));
+    CHECK(c2.type_tucmd_mlhl ==
+          (igb::txd::DTYP_CONTEXT | igb::txd::CMD_DEXT | igb::txd::TUCMD_IPV4 | igb::txd::TUCMD_L4T_TCP));
+    CHECK((d[4].read.cmd_type_len & igb::txd::CMD_VLE) == 0);
+    CHECK(d[4].read.olinfo_status == (100u << igb::txd::PAYLEN_SHIFT | igb::txd::POPTS_TXSM));
+    CHECK((d[4].read.cmd_type_len & igb::txd::CMD_RS) != 0);
+    CHECK((d[2].read.cmd_type_len & igb::txd::CMD_RS) == 0);
+    // Completion gives back the three frames and an empty slot for each context.
+    head = 5;
+    Packet out[8];
+    REQUIRE(ring.reclaim(out) == 5);
+    CHECK(out[0].buf == 0);
+    CHECK(out[1].pool == nullptr);
+    CHECK(out[1].len == 0);
+    CHECK(out[2].buf == 1);
+    CHECK(out[4].buf == 2);
+}
+
+TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and never overfill it") {
+    std::vector<igb::AdvTxDesc> d(8);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), 8, &head, kBuf);
+    Buffers b(8);
+    for (auto& p : b.pkts) p.len = 100;
+    b.pkts[0].flags = pkt::TX_UDP_CSUM;  // no header lengths
+    CHECK(ring.push(std::span(b.pkts).first(1)) == 0);
+    b.pkts[0].l2_len = 14;
+    b.pkts[0].l3_len = 20;
+    b.pkts[0].flags = pkt::TX_UDP_CSUM | pkt::TX_TCP_CSUM;  // both
+    CHECK(ring.push(std::span(b.pkts).first(1)) == 0);
+    CHECK(ring.counters().bad_offload == 2);
+    CHECK(ring.tail() == 0);
+    // Every frame asks for a tag: 7 free descriptors hold 3 such frames, not 4.
+    for (auto& p : b.pkts) p.flags = pkt::TX_VLAN;
+    CHECK(ring.push(b.pkts) == 3);
+    CHECK(ring.free_slots() == 1);
+    CHECK(ring.push(b.pkts) == 0);
+
+    std::vector<igb::AdvTxDesc> d2(8);
+    TxRing e1000e(d2.data(), 8, nullptr, kBuf, TxFormat::e1000e_extended);
+    CHECK(e1000e.push(std::span(b.pkts).first(1)) == 0);  // the 82574's context descriptor differs
+    CHECK(e1000e.counters().bad_offload == 1);
+}
