@@ -306,10 +306,14 @@ std::string hex_name(const char* what, unsigned id) {
 }  // namespace
 
 std::string default_name_cache_dir() {
-    // Root first: under `sudo -E` XDG_CACHE_HOME and HOME are still the user's, and root's files there
-    // would lock the user out of their own cache.
-    if (::geteuid() == 0) return "/var/cache/bardrive";
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return log::concat(x, "/bardrive");
+    const bool root = ::geteuid() == 0;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') {
+        // Under `sudo -E` XDG_CACHE_HOME is still the user's: root's files there would lock the user out
+        // of their own cache, so root takes it only when root owns it.
+        struct stat st{};
+        if (!root || (::stat(x, &st) == 0 && st.st_uid == 0)) return log::concat(x, "/bardrive");
+    }
+    if (root) return "/var/cache/bardrive";
     if (const char* h = std::getenv("HOME"); h && h[0] == '/') return log::concat(h, "/.cache/bardrive");
     return {};
 }

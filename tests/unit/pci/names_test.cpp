@@ -360,8 +360,20 @@ TEST_CASE("where the cache lives, and BARDRIVE_NO_NAME_CACHE", "[pci][names]") {
     auto xdg = keep("XDG_CACHE_HOME"), home = keep("HOME"), off = keep("BARDRIVE_NO_NAME_CACHE");
 
     ::setenv("XDG_CACHE_HOME", "/x/cache", 1);
-    // Root ignores the user's folders (sudo -E keeps them).
+    // Root takes XDG_CACHE_HOME only when root owns it (sudo -E keeps the user's).
     CHECK(default_name_cache_dir() == (::geteuid() == 0 ? "/var/cache/bardrive" : "/x/cache/bardrive"));
+    if (::geteuid() == 0) {
+        ::setenv("XDG_CACHE_HOME", "/root", 1);
+        CHECK(default_name_cache_dir() == "/root/bardrive");
+        ::setenv("XDG_CACHE_HOME", "/tmp", 1);  // root-owned too
+        CHECK(default_name_cache_dir() == "/tmp/bardrive");
+        char users[] = "/tmp/bardrive-xdg-XXXXXX";  // a user's cache folder, as sudo -E passes it
+        REQUIRE(::mkdtemp(users) != nullptr);
+        REQUIRE(::chown(users, 65534, 65534) == 0);
+        ::setenv("XDG_CACHE_HOME", users, 1);
+        CHECK(default_name_cache_dir() == "/var/cache/bardrive");
+        ::rmdir(users);
+    }
     ::setenv("XDG_CACHE_HOME", "relative", 1);  // the XDG spec says to ignore a relative path
     ::setenv("HOME", "/home/someone", 1);
     CHECK(default_name_cache_dir() == (::geteuid() == 0 ? "/var/cache/bardrive" : "/home/someone/.cache/bardrive"));
