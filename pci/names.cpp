@@ -310,7 +310,7 @@ std::string default_name_cache_dir() {
     if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') {
         // Under `sudo -E` XDG_CACHE_HOME is still the user's: root's files there would lock the user out
         // of their own cache, so root takes it only when root owns it.
-        struct stat st{};
+        struct stat st {};
         if (!root || (::stat(x, &st) == 0 && st.st_uid == 0)) return log::concat(x, "/bardrive");
     }
     if (root) return "/var/cache/bardrive";
