@@ -11,6 +11,7 @@
 
 #include "../vfio/mmio.hpp"
 #include "mac_address.hpp"
+#include "ring.hpp"
 
 namespace bardrive::nic {
 
@@ -31,6 +32,25 @@ struct QueueStats {
     std::uint64_t no_buffers = 0;    // rx: refills that found the pool empty
     std::uint64_t bad_head = 0;      // tx: head write-back out of range (ignored)
 };
+
+// A ring's counters as QueueStats (the driver adds doorbells and empty refills).
+inline QueueStats rx_queue_stats(const RxRingCounters& c) noexcept {
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length;
+    s.chained = c.chained;
+    s.frame_errors = c.frame_errors;
+    return s;
+}
+inline QueueStats tx_queue_stats(const TxRingCounters& c) noexcept {
+    QueueStats s;
+    s.packets = c.packets;
+    s.bytes = c.bytes;
+    s.bad_length = c.bad_length + c.bad_offload;  // every frame refused
+    s.bad_head = c.bad_head;
+    return s;
+}
 
 // The device's own counters (clear-on-read registers, accumulated here since init), 8.19.
 struct DeviceStats {

@@ -303,26 +303,9 @@ std::uint16_t E1000e::tx_burst(std::span<const Packet> pkts) noexcept {
     return static_cast<std::uint16_t>(n);
 }
 
-QueueStats E1000e::rx_stats() const noexcept {
-    const RxRingCounters& c = rx_.counters();
-    QueueStats s;
-    s.packets = c.packets;
-    s.bytes = c.bytes;
-    s.bad_length = c.bad_length;
-    s.chained = c.chained;
-    s.frame_errors = c.frame_errors;
-    return s;
-}
+QueueStats E1000e::rx_stats() const noexcept { return rx_queue_stats(rx_.counters()); }
 
-QueueStats E1000e::tx_stats() const noexcept {
-    const TxRingCounters& c = tx_.counters();
-    QueueStats s;
-    s.packets = c.packets;
-    s.bytes = c.bytes;
-    s.bad_length = c.bad_length;
-    s.bad_head = c.bad_head;
-    return s;
-}
+QueueStats E1000e::tx_stats() const noexcept { return tx_queue_stats(tx_.counters()); }
 
 const DeviceStats& E1000e::device_stats() noexcept {
     e1000x::accumulate(bar0_, device_stats_);

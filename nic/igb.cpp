@@ -389,29 +389,18 @@ void Igb::add_multicast(const MacAddress& group) noexcept {
 }
 
 QueueStats Igb::rx_stats(std::uint16_t queue) const noexcept {
-    QueueStats s;
-    if (queue >= rx_.size()) return s;
+    if (queue >= rx_.size()) return {};
     const RxQueue& q = rx_[queue];
-    const RxRingCounters& c = q.ring.counters();
-    s.packets = c.packets;
-    s.bytes = c.bytes;
-    s.bad_length = c.bad_length;
-    s.chained = c.chained;
-    s.frame_errors = c.frame_errors;
+    QueueStats s = rx_queue_stats(q.ring.counters());
     s.no_buffers = q.no_buffers;
     s.doorbells = q.doorbells;
     return s;
 }
 
 QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
-    QueueStats s;
-    if (queue >= tx_.size()) return s;
+    if (queue >= tx_.size()) return {};
     const TxQueue& q = tx_[queue];
-    const TxRingCounters& c = q.ring.counters();
-    s.packets = c.packets;
-    s.bytes = c.bytes;
-    s.bad_length = c.bad_length + c.bad_offload;  // every frame refused
-    s.bad_head = c.bad_head;
+    QueueStats s = tx_queue_stats(q.ring.counters());
     s.doorbells = q.doorbells;
     return s;
 }
