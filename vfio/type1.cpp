@@ -86,7 +86,7 @@ public:
         // iommufd's compat container attaches a device to its IOAS only when the device fd is opened:
         // before that it reports the whole 64-bit space, which the IOMMU then refuses (EINVAL) above its
         // aperture. Read the ranges again now that the device narrows them.
-        if (compat_) read_info();
+        if (compat_ && !noiommu_) read_info();
         return dev;
     }
 
