@@ -85,7 +85,7 @@ public:
             case LoopbackQueue::check_head:
                 return "the device reported a TX head outside what was queued";
             case LoopbackQueue::check_timeout:
-                return "copies did not land in time";
+                return "copies did not land in time: the device stopped answering or lost bus mastering";
             default:
                 return "the engine was stopped";
         }
