@@ -59,6 +59,12 @@ class BadInput(unittest.TestCase):
         self.assertIn('not a NIC or window of preset basic', out)
         self.assertIn('0000:01:00.0', out)
 
+    def test_bad_hugepages_1g(self):
+        for preset, n in (('basic', '9'), ('basic', '-1'), ('numa', '1')):
+            rc, out = lab('run', preset, '--hugepages-1g', n, '--', 'true')
+            self.assertEqual(rc, 2, out)
+            self.assertIn(f'--hugepages-1g {n}: between 0 and 4, and not with a NUMA preset', out)
+
     def test_bad_check_window(self):
         rc, out = lab('run', 'basic', '--check-window', 'zero', '--', 'true')
         self.assertEqual(rc, 2, out)

@@ -3,7 +3,7 @@
 // enabled from it (it comes up bound to vfio-pci: vfio-pci sets the VF's driver_override), and the VF
 // token rules: the PF's token is UUID_1; a VF opened with UUID_1 works, with UUID_2 or none it is refused
 // (EACCES), also after the PF closed, and after the PF set UUID_2 the rules follow the new token.
-// Raw UAPI (linux/vfio.h): the group path (type1, or iommufd's compat container) passes the token in the
+// Raw UAPI (linux/vfio.h): the group path (type1, iommufd's compat container, no-IOMMU) passes the token in the
 // device name ("BDF vf_token=UUID"); the cdev path passes it in VFIO_DEVICE_BIND_IOMMUFD, where the
 // kernel supports that (VFIO_DEVICE_BIND_FLAG_TOKEN, Linux 6.17). NIC B: the other lab-vfio-selftests
 // cases use NIC A, which must not run with VFs enabled.
@@ -124,7 +124,7 @@ unsigned group_of(const std::string& bdf) {
 
 // The devices of one test, opened the way BARDRIVE_IOMMU says.
 struct Uapi {
-    bool cdev = false;
+    bool cdev = false, noiommu = false;
     UniqueFd container, iommufd;
     std::vector<UniqueFd> groups;
     bool iommu_set = false;
@@ -132,7 +132,7 @@ struct Uapi {
     Uapi() {
         const char* mode = std::getenv("BARDRIVE_IOMMU");
         if (!mode) SKIP("run under lab/each-iommu-mode, which sets BARDRIVE_IOMMU");
-        if (std::string(mode) == "noiommu") SKIP("no-IOMMU mode: vfio-pci does not enable SR-IOV without an IOMMU");
+        noiommu = std::string(mode) == "noiommu";
         cdev = std::string(mode) == "iommufd";
         if (cdev) {
             iommufd = UniqueFd(::open("/dev/iommu", O_RDWR | O_CLOEXEC));
@@ -146,12 +146,13 @@ struct Uapi {
     // The device fd, or -errno. `token` null: none given.
     int open(const std::string& bdf, const char* token) {
         if (cdev) return open_cdev(bdf, token);
-        UniqueFd g(::open(("/dev/vfio/" + std::to_string(group_of(bdf))).c_str(), O_RDWR | O_CLOEXEC));
+        const std::string node = (noiommu ? "/dev/vfio/noiommu-" : "/dev/vfio/") + std::to_string(group_of(bdf));
+        UniqueFd g(::open(node.c_str(), O_RDWR | O_CLOEXEC));
         REQUIRE(g.valid());
         int cfd = container.get();
         REQUIRE(::ioctl(g.get(), VFIO_GROUP_SET_CONTAINER, &cfd) == 0);
         if (!iommu_set) {
-            REQUIRE(::ioctl(container.get(), VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) == 0);
+            REQUIRE(::ioctl(container.get(), VFIO_SET_IOMMU, noiommu ? VFIO_NOIOMMU_IOMMU : VFIO_TYPE1v2_IOMMU) == 0);
             iommu_set = true;
         }
         std::string name = bdf + (token ? std::string(" vf_token=") + token : "");
