@@ -6,6 +6,8 @@ Usage: runner_test.py LAB_RUNNER"""
 import importlib.machinery
 import importlib.util
 import os
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -170,5 +172,35 @@ class Windows(unittest.TestCase):
         self.assertEqual(roots, ['/tmp/x', '/work/main'])
 
 
+class Doorbell(unittest.TestCase):
+    """--doorbell's ivshmem server speaks QEMU's protocol: version 0, peer ID 0, the shared memory, then
+    one eventfd per vector for the peer's own ID; the eventfd is the one the server holds."""
+
+    def test_server_protocol(self):
+        mod = load_runner()
+        with tempfile.TemporaryDirectory() as d:
+            server = mod.DoorbellServer(os.path.join(d, 'sock'))
+            try:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.connect(os.path.join(d, 'sock'))
+                got = []
+                for _ in range(4):
+                    data, fds, _, _ = socket.recv_fds(c, 8, 1)
+                    got.append((struct.unpack('<q', data)[0], len(fds)))
+                    if fds:
+                        if got[-1][0] == -1:
+                            self.assertEqual(os.fstat(fds[0]).st_size, 1 << 20)
+                        else:
+                            os.eventfd_write(fds[0], 1)  # the device rings: the server's eventfd sees it
+                            self.assertEqual(os.eventfd_read(server.events[0]), 1)
+                        for fd in fds:
+                            os.close(fd)
+                self.assertEqual(got, [(0, 0), (0, 0), (-1, 1), (0, 1)])
+                c.close()
+            finally:
+                server.close()
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)
+
