@@ -9,6 +9,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "dma/peer_window.hpp"
@@ -80,8 +81,13 @@ void check_unmapped_by_dma(MemcpyBed& bed, std::uint8_t* cpu, std::uint64_t iova
 // mapped at an IOVA aligned to its size (so the IOMMU may use a page as large), checked, unmapped.
 void dma_map_unmap(std::size_t page) {
     MemcpyBed bed;
-    if (page == dma::page_1g && free_1g_hugepages() == 0)
-        SKIP("no free 1 GiB hugepage: boot the guest with lab/lab run ... --hugepages-1g 1");
+    if (page == dma::page_1g && free_1g_hugepages() == 0) {
+        std::ifstream cpuinfo("/proc/cpuinfo");
+        const bool pdpe1gb =
+            std::string(std::istreambuf_iterator<char>(cpuinfo), {}).find(" pdpe1gb") != std::string::npos;
+        SKIP("no free 1 GiB hugepage: " << (pdpe1gb ? "boot the guest with lab/lab run ... --hugepages-1g 1"
+                                                    : "this CPU does not offer pdpe1gb (1 GiB pages)"));
+    }
     dma::MemoryOptions o;
     o.page_size = page;
     auto mem = dma::Memory::allocate(page, o);
