@@ -11,8 +11,8 @@ namespace bardrive::nic::e1000x {
 using namespace std::chrono_literals;
 namespace r = igb;  // the registers below sit at the same offsets on the 82574
 
-// A device that stopped answering (surprise removal, powered down, its link down) completes every read
-// with all ones; STATUS never reads so on a live one (bits 31..22 are reserved, read as 0 on the 82576/82574).
+// A device that stopped answering (surprise removal, powered down, its PCIe link down) completes every
+// read with all ones; a live 82576/82574 never reads STATUS so (it has reserved bits that read 0).
 bool answering(const vfio::Mmio& regs) noexcept { return regs.read32(r::STATUS) != ~0u; }
 
 void require_answering(const vfio::Mmio& regs, const std::string& who, const char* step) {

@@ -62,7 +62,7 @@ bool poll_until(F done, std::chrono::milliseconds timeout) {
 }
 
 // False when the device completes register reads with all ones: it stopped answering (removed, powered
-// down, link down). require_answering() throws saying so, naming `who` and `step`. reset(), phy_write(),
+// down, PCIe link down). require_answering() throws saying so, naming `who` and `step`. reset(), phy_write(),
 // bring_link_up() and read_mac() check it, so a dead device is an error there, never a link "up" or a
 // MAC of ff:ff:ff:ff:ff:ff.
 bool answering(const vfio::Mmio& regs) noexcept;
