@@ -21,6 +21,7 @@
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
 #include "lab_env.hpp"
+#include "memcpy_bed.hpp"
 #include "nic/memcpy_driver.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -29,34 +30,19 @@ using namespace bardrive;
 
 namespace {
 
-constexpr std::uint8_t kPoison = 0xa5;
-constexpr int kTimeoutMs = 30000;  // a hang, not a speed limit: TCG on a loaded host is slow
-// One 2 MiB hugepage (physically contiguous, as no-IOMMU mode needs): the source at 0, single-copy
-// destinations at 256 KiB, the storm's destinations from 512 KiB, 8 KiB apart.
+constexpr std::uint8_t kPoison = labenv::MemcpyBed::kPoison;
+constexpr int kTimeoutMs = labenv::MemcpyBed::kTimeoutMs;
+// MemcpyBed's one 2 MiB hugepage (physically contiguous, as no-IOMMU mode needs), laid out for these
+// scenarios: the source at 0, single-copy destinations at 256 KiB, the storm's destinations from
+// 512 KiB, 8 KiB apart.
 constexpr std::size_t kSrc = 0, kDst = 256 << 10, kStorm = 512 << 10, kStormGap = 8 << 10;
 
-struct Fixture {
-    Fixture() : lab(labenv::lab_or_skip()) {
-        if (!std::getenv("BARDRIVE_IOMMU")) SKIP("run under lab/each-iommu-mode, which sets BARDRIVE_IOMMU");
-        domain = std::make_unique<vfio::Domain>();
-        const char* bdf = std::getenv("BARDRIVE_DRIVER_BDF");  // another device than NIC A (the doorbell)
-        device =
-            std::make_unique<vfio::Device>(vfio::Device::open(*domain, bdf ? pci::Bdf::parse(bdf) : lab.nics.at(0)));
-        iovas = std::make_unique<dma::IovaAllocator>(*domain);
-        driver = nic::probe_memcpy_driver(*device, *iovas);
-        mem = dma::Memory::allocate(2 << 20);
-        map = dma::Mapping::map(*domain, *iovas, mem);
-        std::memset(mem.data(), kPoison, mem.size());
+struct Fixture : labenv::MemcpyBed {
+    Fixture() : mem(scratch), map(scratch_map) {
         std::mt19937 rng(1);
         for (std::size_t i = 0; i < driver->limits().max_size; ++i) at(kSrc)[i] = static_cast<std::uint8_t>(rng());
-        driver->init();
         std::printf("driver %s on %s, IOMMU mode %s\n", driver->name(), device->bdf().str().c_str(), mode());
     }
-
-    const char* mode() const { return vfio::to_string(domain->backend()); }
-
-    std::uint8_t* at(std::size_t off) { return reinterpret_cast<std::uint8_t*>(mem.data()) + off; }
-    std::uint64_t iova(std::size_t off) const { return map.iova() + off; }
 
     // A copy that must land: the destination equals the source afterwards.
     void memcpy_checked(std::size_t dst, std::size_t src, std::size_t size) {
@@ -101,13 +87,8 @@ struct Fixture {
         CHECK_FALSE(msi_pending());
     }
 
-    labenv::Lab lab;
-    std::unique_ptr<vfio::Domain> domain;
-    std::unique_ptr<vfio::Device> device;
-    std::unique_ptr<dma::IovaAllocator> iovas;
-    std::unique_ptr<nic::MemcpyDriver> driver;
-    dma::Memory mem;
-    dma::Mapping map;
+    const dma::Memory& mem;
+    const dma::Mapping& map;
 };
 
 // A device without a DMA engine (ivshmem-doorbell: send_msi only) has no copy to check.

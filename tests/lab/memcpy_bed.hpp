@@ -1,6 +1,8 @@
-// MemcpyBed: NIC A of the lab preset as a nic::MemcpyDriver (igb or e1000e, by probing) in a domain of
-// the IOMMU mode lab/each-iommu-mode asked for, with one mapped 2 MiB hugepage of scratch memory. The
-// tests that check a mapping through the device (dma mapping, mmio mapping, faults) copy with it.
+// MemcpyBed: NIC A of the lab preset (or BARDRIVE_DRIVER_BDF) as a nic::MemcpyDriver (igb, e1000e or
+// ivshmem-doorbell, by probing) in a domain of the IOMMU mode lab/each-iommu-mode asked for, with one
+// mapped 2 MiB hugepage of scratch memory filled with kPoison, initialised. The driver scenarios
+// (driver_test.cpp) run on it, and the tests that check a mapping through the device (dma mapping, mmio
+// mapping, faults) copy with it.
 #pragma once
 
 #include <catch2/catch_test_macros.hpp>
@@ -29,7 +31,9 @@ struct MemcpyBed {
         using namespace bardrive;
         if (!std::getenv("BARDRIVE_IOMMU")) SKIP("run under lab/each-iommu-mode, which sets BARDRIVE_IOMMU");
         domain = std::make_unique<vfio::Domain>();
-        device = std::make_unique<vfio::Device>(vfio::Device::open(*domain, lab.nics.at(0)));
+        const char* bdf = std::getenv("BARDRIVE_DRIVER_BDF");  // another device than NIC A (the doorbell)
+        device =
+            std::make_unique<vfio::Device>(vfio::Device::open(*domain, bdf ? pci::Bdf::parse(bdf) : lab.nics.at(0)));
         iovas = std::make_unique<dma::IovaAllocator>(*domain);
         driver = nic::probe_memcpy_driver(*device, *iovas);
         scratch = dma::Memory::allocate(dma::page_2m);  // one hugepage: contiguous, as no-IOMMU mode needs
