@@ -11,8 +11,20 @@ namespace bardrive::nic::e1000x {
 using namespace std::chrono_literals;
 namespace r = igb;  // the registers below sit at the same offsets on the 82574
 
+// A device that stopped answering (surprise removal, powered down, its PCIe link down) completes every
+// read with all ones; a live 82576/82574 never reads STATUS so (it has reserved bits that read 0).
+bool answering(const vfio::Mmio& regs) noexcept { return regs.read32(r::STATUS) != ~0u; }
+
+void require_answering(const vfio::Mmio& regs, const std::string& who, const char* step) {
+    if (!answering(regs))
+        throw Error(step, who, "every register reads 0xffffffff: the device is not answering",
+                    "it was removed, powered down or lost its link; check 'lspci -vv -s' for it, then rebind or "
+                    "reset it through sysfs");
+}
+
 // 82576 4.5 / 82574 4.6 (software initialization): mask interrupts, global reset, mask again, take ownership.
 void reset(const vfio::Mmio& regs, const std::string& who, bool extended) {
+    require_answering(regs, who, "reset NIC");
     regs.write32(r::IMC, ~0u);
     if (extended) regs.write32(r::EIMC, ~0u);
     regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::RST);
@@ -33,6 +45,7 @@ void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg
     std::uint32_t m = 0;
     if (!poll_until([&] { return ((m = regs.read32(r::MDIC)) & r::mdic::READY) != 0; }, 100ms) ||
         (m & r::mdic::ERROR)) {
+        require_answering(regs, who, "write PHY register");
         throw Error("write PHY register", who,
                     log::concat("MDIC ", (m & r::mdic::ERROR) ? "reported an error" : "never became ready",
                                 " writing PHY register ", reg),
@@ -42,12 +55,16 @@ void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg
 
 // Copper link set-up: set link up, restart auto-negotiation in the PHY, wait for STATUS.LU.
 void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loopback, int timeout_ms) {
+    require_answering(regs, who, "bring link up");
     regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::SLU);
     std::uint16_t bmcr =
         r::phy::BMCR_AUTONEG | r::phy::BMCR_ANRESTART | r::phy::BMCR_SPEED1000 | r::phy::BMCR_FULL_DUPLEX;
     if (loopback == Loopback::phy) bmcr |= r::phy::BMCR_LOOPBACK;
     phy_write(regs, who, r::phy::BMCR, bmcr);
-    if (!poll_until([&] { return link_up(regs); }, std::chrono::milliseconds(std::max(timeout_ms, 0)))) {
+    const bool up = poll_until([&] { return link_up(regs) || !answering(regs); },
+                               std::chrono::milliseconds(std::max(timeout_ms, 0)));
+    require_answering(regs, who, "bring link up");
+    if (!up) {
         throw Error("bring link up", who,
                     log::concat("STATUS.LU still 0 after ", timeout_ms, " ms (STATUS=0x", std::hex,
                                 regs.read32(r::STATUS), ")"),
@@ -56,6 +73,7 @@ void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loop
 }
 
 MacAddress read_mac(const vfio::Mmio& regs, const std::string& who) {
+    require_answering(regs, who, "read MAC address");
     std::uint32_t lo = regs.read32(r::RAL(0)), hi = regs.read32(r::RAH(0));
     if (!(hi & r::RAH_AV)) {
         throw Error("read MAC address", who, "RAH0.AV is 0: no address was loaded from the EEPROM",
@@ -74,7 +92,10 @@ void write_mac(const vfio::Mmio& regs, const MacAddress& mac) noexcept {
     regs.write32(r::RAH(0), b[4] | b[5] << 8 | r::RAH_AV);
 }
 
-bool link_up(const vfio::Mmio& regs) noexcept { return regs.read32(r::STATUS) & r::status::LU; }
+bool link_up(const vfio::Mmio& regs) noexcept {
+    std::uint32_t s = regs.read32(r::STATUS);
+    return s != ~0u && (s & r::status::LU);
+}
 
 unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept {
     std::uint32_t s = regs.read32(r::STATUS);

@@ -88,6 +88,12 @@ bool poll_until(F done, std::chrono::milliseconds timeout) {
     return true;
 }
 
+// False when the device completes register reads with all ones: it stopped answering (removed, powered
+// down, PCIe link down). require_answering() throws saying so, naming `who` and `step`. reset(), phy_write(),
+// bring_link_up() and read_mac() check it, so a dead device is an error there, never a link "up" or a
+// MAC of ff:ff:ff:ff:ff:ff.
+bool answering(const vfio::Mmio& regs) noexcept;
+void require_answering(const vfio::Mmio& regs, const std::string& who, const char* step);
 // Global reset (CTRL.RST) with every interrupt masked before and after; `extended` also masks EIMC
 // (82576). Throws bardrive::Error naming `who` when the reset does not complete.
 void reset(const vfio::Mmio& regs, const std::string& who, bool extended);
@@ -100,7 +106,7 @@ void bring_link_up(const vfio::Mmio& regs, const std::string& who, Loopback loop
 MacAddress read_mac(const vfio::Mmio& regs, const std::string& who);
 // Puts `mac` into RAL0/RAH0 (valid) in place of the one loaded from the EEPROM.
 void write_mac(const vfio::Mmio& regs, const MacAddress& mac) noexcept;
-bool link_up(const vfio::Mmio& regs) noexcept;
+bool link_up(const vfio::Mmio& regs) noexcept;  // false for a device not answering
 unsigned link_speed_mbps(const vfio::Mmio& regs) noexcept;
 // What a port last saw of its link, to report changes (STATUS.LU and speed, polled).
 struct LinkWatch {

@@ -85,7 +85,7 @@ public:
             case LoopbackQueue::check_head:
                 return "the device reported a TX head outside what was queued";
             case LoopbackQueue::check_timeout:
-                return "copies did not land in time";
+                return "copies did not land in time: the device stopped answering or lost bus mastering";
             default:
                 return "the engine was stopped";
         }
@@ -137,6 +137,48 @@ private:
     std::optional<LoopbackQueue> q_;
 };
 
+// QEMU's ivshmem-doorbell (1af4:1110 with MSI-X; ivshmem-spec.rst): no DMA engine at all, so it copies
+// nothing (limits of 0: every memcpy_start() is refused); send_msi() rings its own doorbell, which the
+// ivshmem server's eventfd for this peer turns into MSI-X vector 0. ivshmem-plain, the same ID without
+// MSI-X or doorbell, is refused at probe.
+class DoorbellMsi final : public MemcpyDriver {
+public:
+    static constexpr std::uint32_t kIvPosition = 8, kDoorbell = 12;  // BAR0 registers
+
+    explicit DoorbellMsi(vfio::Device& device) : dev_(&device) { limits_.max_msis_per_send = 1; }
+    ~DoorbellMsi() override { remove(); }
+
+    const char* name() const noexcept override { return "ivshmem-doorbell"; }
+    bool initialized() const noexcept override { return bar0_.has_value(); }
+
+    void init() override {
+        remove();
+        bar0_.emplace(dev_->map_bar(0));
+        bar0_->require(0, 16);
+        dev_->enable_bus_master();  // MSI-X messages are writes by the device
+        dev_->enable_irqs(vfio::IrqType::msix, 1);
+        peer_ = bar0_->read32(kIvPosition);
+        dev_->wait_irq(0, 0);
+    }
+    void remove() noexcept override {
+        if (!bar0_) return;
+        dev_->disable_irqs();
+        bar0_.reset();
+    }
+    bool memcpy_start(std::uint64_t, std::uint64_t, std::size_t) noexcept override { return false; }
+    bool memcpy_wait(int) noexcept override { return true; }  // nothing is ever in flight
+    const char* failure() const noexcept override { return ""; }
+    void send_msi() noexcept override {
+        if (bar0_) bar0_->write32(kDoorbell, (peer_ & 0xffff) << 16 | 0u);  // this peer, vector 0
+    }
+    int msi_fd() const noexcept override { return dev_->irq_fd(0); }
+
+private:
+    vfio::Device* dev_;
+    std::optional<vfio::Mmio> bar0_;
+    std::uint32_t peer_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<MemcpyDriver> probe_memcpy_driver(vfio::Device& device, dma::IovaAllocator& iovas) {
@@ -145,9 +187,16 @@ std::unique_ptr<MemcpyDriver> probe_memcpy_driver(vfio::Device& device, dma::Iov
     if (E1000e::drives(vendor, id))
         return std::make_unique<LoopbackMemcpy>(LoopbackMemcpy::Model::e1000e, device, iovas);
     char ids[16];
+    if (vendor == 0x1af4 && id == 0x1110) {
+        if (device.irq_info(vfio::IrqType::msix).count > 0) return std::make_unique<DoorbellMsi>(device);
+        throw Error("probe memcpy driver", device.bdf().str(),
+                    "this ivshmem device has no MSI-X: it is ivshmem-plain, which has no doorbell",
+                    "use ivshmem-doorbell (lab/lab run --doorbell)");
+    }
     std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
     throw Error("probe memcpy driver", device.bdf().str(), log::concat("no memcpy driver for device ", ids),
-                "nic::MemcpyDriver has igb (82576) and e1000e (82574L) implementations");
+                "nic::MemcpyDriver has igb (82576), e1000e (82574L) and ivshmem-doorbell (send_msi only) "
+                "implementations");
 }
 
 }  // namespace bardrive::nic

@@ -3,7 +3,7 @@
 // one test program (tests/lab/driver_test.cpp) runs every scenario against whichever device has an
 // implementation, in every IOMMU mode (docs/vfio-selftests.md). probe_memcpy_driver() picks one.
 //
-// Implementations. Both run nic::LoopbackQueue (loopback_queue.hpp) over one queue pair of a port in
+// Implementations. The NICs run nic::LoopbackQueue (loopback_queue.hpp) over one queue pair of a port in
 // MAC loopback: each copy goes out as frames read from the source IOVA and comes back into the
 // destination IOVA, with the header split off so only the data lands there. Every write-back is checked.
 //
@@ -12,12 +12,16 @@
 // | igb    | 82576 (igb)    | 23 B to 32 KiB   | none             | 32        | EICS bit 0 -> MSI-X vector 0      |
 // | e1000e | 82574L (e1000e)| 23 B to 32 KiB   | destination even | 32        | ICS TXQ1 cause -> MSI-X vector 0  |
 // |        |                |                  |                  |           | (QEMU's model: 1 or 2 messages)   |
+// | ivshmem-doorbell | QEMU's model | none (0)   | -                | 0         | its own doorbell -> MSI-X vector 0 |
 //
 // - Minimum 23 bytes: a shorter frame would stay whole in igb's header buffer (or be padded).
 // - e1000e's destination must be even: in its packet split write-back the status dword (DD in bit 0)
 //   overlays the low half of the data buffer's address.
 // - 32 KiB x 32: what the rings (1024 descriptors, 4 KiB of data per frame) hold at once.
-// - Neither can tell a copy to or from an unmapped IOVA from a good one: QEMU's models drop the data
+// - ivshmem-doorbell has no DMA engine: it stands in for send_msi only (limits() all 0, every copy is
+//   refused). Its doorbell (BAR0 +12: IVPosition << 16 | vector) signals the ivshmem server's eventfd
+//   for this peer, which QEMU turns into MSI-X vector 0: a path through the host, not a cause register.
+// - Neither NIC can tell a copy to or from an unmapped IOVA from a good one: QEMU's models drop the data
 //   (the IOMMU refuses it) and still report the frame done; only the content tells.
 // - A failed memcpy_wait() leaves the engine stopped (it refuses every later copy): init() it again.
 // - send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI. QEMU's e1000e
@@ -77,8 +81,8 @@ protected:
 };
 
 // The driver for `device`, chosen by its vendor:device ID (igb: the 82576 IDs nic::Igb takes; e1000e:
-// 8086:10d3); not initialised yet. `device` and `iovas` must outlive it. Throws bardrive::Error naming
-// the IDs when no implementation drives the device.
+// 8086:10d3; ivshmem-doorbell: 1af4:1110 with MSI-X); not initialised yet. `device` and `iovas` must
+// outlive it. Throws bardrive::Error naming the IDs when no implementation drives the device.
 std::unique_ptr<MemcpyDriver> probe_memcpy_driver(vfio::Device& device, dma::IovaAllocator& iovas);
 
 }  // namespace bardrive::nic

@@ -83,6 +83,10 @@ public:
             throw Error::from_errno("get device fd of", name + " in group " + std::to_string(group), err,
                                     err == EBUSY ? "the device is already open elsewhere" : "");
         }
+        // iommufd's compat container attaches a device to its IOAS only when the device fd is opened:
+        // before that it reports the whole 64-bit space, which the IOMMU then refuses (EINVAL) above its
+        // aperture. Read the ranges again now that the device narrows them.
+        if (compat_ && !noiommu_) read_info();
         return dev;
     }
 

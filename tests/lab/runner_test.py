@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,12 @@ class BadInput(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn('not a NIC or window of preset basic', out)
         self.assertIn('0000:01:00.0', out)
+
+    def test_bad_hugepages_1g(self):
+        for preset, n in (('basic', '9'), ('basic', '-1'), ('numa', '1')):
+            rc, out = lab('run', preset, '--hugepages-1g', n, '--', 'true')
+            self.assertEqual(rc, 2, out)
+            self.assertIn(f'--hugepages-1g {n}: between 0 and 4, and not with a NUMA preset', out)
 
     def test_bad_check_window(self):
         rc, out = lab('run', 'basic', '--check-window', 'zero', '--', 'true')
@@ -238,7 +245,35 @@ class GuestRequests(unittest.TestCase):
         requests.serve()
         with open(req + '.done') as f:
             self.assertIn('error: QMP:', f.read())
+class Doorbell(unittest.TestCase):
+    """--doorbell's ivshmem server speaks QEMU's protocol: version 0, peer ID 0, the shared memory, then
+    one eventfd per vector for the peer's own ID; the eventfd is the one the server holds."""
+
+    def test_server_protocol(self):
+        mod = load_runner()
+        with tempfile.TemporaryDirectory() as d:
+            server = mod.DoorbellServer(os.path.join(d, 'sock'))
+            try:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.connect(os.path.join(d, 'sock'))
+                got = []
+                for _ in range(4):
+                    data, fds, _, _ = socket.recv_fds(c, 8, 1)
+                    got.append((struct.unpack('<q', data)[0], len(fds)))
+                    if fds:
+                        if got[-1][0] == -1:
+                            self.assertEqual(os.fstat(fds[0]).st_size, 1 << 20)
+                        else:
+                            os.eventfd_write(fds[0], 1)  # the device rings: the server's eventfd sees it
+                            self.assertEqual(os.eventfd_read(server.events[0]), 1)
+                        for fd in fds:
+                            os.close(fd)
+                self.assertEqual(got, [(0, 0), (0, 0), (-1, 1), (0, 1)])
+                c.close()
+            finally:
+                server.close()
 
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
+
