@@ -156,6 +156,22 @@ umem::NicPagerConfig config(std::uint64_t pages, std::uint64_t frames, std::uint
     return c;
 }
 
+// After a run: the store holds every value written, and every fill and write-back was one NIC move of
+// one frame (a 4 KiB page), none fell back to the CPU.
+void check_all_moved_by_nic(umem::NicPager& pager, Workload& wl, bool evicting) {
+    pager.flush();
+    CHECK(wl.check_store() == 0);
+    umem::Stats s = pager.stats();
+    umem::NicStats n = pager.nic_stats();
+    CHECK(s[umem::c_fills] > 0);
+    CHECK(n.moves == s[umem::c_fills] + s[umem::c_prefetches] + s[umem::c_writebacks]);
+    CHECK(n.failures == 0);
+    CHECK(n.fallbacks == 0);
+    CHECK(n.broken_queues == 0);
+    CHECK(n.frames == n.moves);
+    if (evicting) CHECK(s[umem::c_evictions] > 0);
+}
+
 }  // namespace
 
 TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, pools of 100/50/10%") {
@@ -172,20 +188,9 @@ TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, po
                 umem::NicPager pager(*bed.nic, *bed.iovas, window, wl.map,
                                      config(pages, frames, static_cast<std::uint16_t>(threads)));
                 CHECK(run_threads(pager, wl, threads, pattern, 60) == 0);
-                pager.flush();
-                CHECK(wl.check_store() == 0);
-                umem::Stats s = pager.stats();
-                umem::NicStats n = pager.nic_stats();
-                CHECK(s[umem::c_fills] > 0);
-                // Every fill and write-back was a NIC move, none fell back to the CPU.
-                CHECK(n.moves == s[umem::c_fills] + s[umem::c_prefetches] + s[umem::c_writebacks]);
-                CHECK(n.failures == 0);
-                CHECK(n.fallbacks == 0);
-                CHECK(n.broken_queues == 0);
-                CHECK(n.frames == n.moves);  // one jumbo frame per 4 KiB page
+                check_all_moved_by_nic(pager, wl, percent < 100);
                 // Each thread drove its own queue: no thread waited for another's.
-                CHECK(n.lock_waits == 0);
-                if (percent < 100) CHECK(s[umem::c_evictions] > 0);
+                CHECK(pager.nic_stats().lock_waits == 0);
             }
         }
     }
@@ -203,17 +208,7 @@ TEST_CASE("NIC pager over an e1000e: one queue pair that threads take turns on, 
         Workload wl(bed, pages);
         umem::NicPager pager(nic, *bed.iovas, bed.window, wl.map, config(pages, pages * percent / 100, 1));
         CHECK(run_threads(pager, wl, 2, Pattern::random, 60) == 0);
-        pager.flush();
-        CHECK(wl.check_store() == 0);
-        umem::Stats s = pager.stats();
-        umem::NicStats n = pager.nic_stats();
-        CHECK(s[umem::c_fills] > 0);
-        CHECK(n.moves == s[umem::c_fills] + s[umem::c_prefetches] + s[umem::c_writebacks]);
-        CHECK(n.failures == 0);
-        CHECK(n.fallbacks == 0);
-        CHECK(n.broken_queues == 0);
-        CHECK(n.frames == n.moves);  // one 4 KiB frame per page
-        if (percent < 100) CHECK(s[umem::c_evictions] > 0);
+        check_all_moved_by_nic(pager, wl, percent < 100);
     }
     Workload wl(bed, pages);
     CHECK_THROWS_WITH(umem::NicPager(nic, *bed.iovas, bed.window, wl.map, config(pages, pages, 2)),
