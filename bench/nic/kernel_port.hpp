@@ -3,7 +3,9 @@
 // from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/fd.hpp"
 #include "nic/mac_address.hpp"
@@ -25,6 +27,36 @@ struct KernelPort {
     int ifindex = 0;
     UniqueFd sock;
     nic::MacAddress mac;
+};
+
+// The lab's NICs in order (BARDRIVE_LAB_NICS: NIC A, NIC B, ...); empty outside the lab.
+std::vector<pci::Bdf> lab_nics();
+
+// Pins the calling thread to one CPU (receivers and senders on their own vCPU, so that per-CPU time
+// says who spent it). False when the CPU does not exist.
+bool pin_thread(unsigned cpu);
+
+// Busy time of one CPU from /proc/stat (user + nice + system + irq + softirq), in seconds.
+double cpu_busy_seconds(unsigned cpu);
+
+// Sends every interrupt of interface `name` (igb's "<name>-TxRx-N" vectors) to `cpu`.
+void pin_irqs(const std::string& name, unsigned cpu);
+
+// The interface's combined channel count (ETHTOOL_SCHANNELS): 1 keeps every frame on queue 0, where
+// AF_XDP and the kernel path are measured. False when the driver refuses.
+bool set_channels(const std::string& name, unsigned combined);
+
+// pktgen, the kernel's in-kernel packet generator, on one interface (its kthread kpktgend_0 runs on
+// CPU 0). Frames are IPv4/UDP with pktgen's header (magic, sequence number) after the UDP header.
+struct Pktgen {
+    static constexpr std::uint32_t magic = 0xbe9be955;  // pktgen_hdr.pgh_magic, big endian on the wire
+    static constexpr std::uint32_t header_offset = 42;  // Ethernet 14 + IPv4 20 + UDP 8
+    // Loads the module (BARDRIVE_LAB_MODULES); false when it cannot.
+    static bool load();
+    // Sends `count` frames of `len` bytes (without CRC) to `to` from interface `dev`, `burst` per xmit_more
+    // batch, as fast as it can; returns when they are all sent, with pktgen's own rate (0 on failure).
+    static double send(const std::string& dev, const nic::MacAddress& to, std::uint32_t len, std::uint32_t burst,
+                       std::uint64_t count);
 };
 
 }  // namespace bardrive::bench
