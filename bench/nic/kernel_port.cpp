@@ -2,18 +2,18 @@
 
 #include <arpa/inet.h>
 #include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <sched.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <net/if.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -51,9 +51,7 @@ KernelPort::KernelPort(const pci::Bdf& bdf) {
     ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
     ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf);
     mac = nic::MacAddress::parse(read_line("/sys/class/net/" + name + "/address"));
-    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (read_line("/sys/class/net/" + name + "/carrier") != "1" && std::chrono::steady_clock::now() < end)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_carrier(name);
 }
 
 void KernelPort::set_up(bool up) {
@@ -78,6 +76,12 @@ std::vector<pci::Bdf> lab_nics() {
     return out;
 }
 
+void wait_carrier(const std::string& name) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (read_line("/sys/class/net/" + name + "/carrier") != "1" && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 bool pin_thread(unsigned cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -94,7 +98,8 @@ double cpu_busy_seconds(unsigned cpu) {
         unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
         f >> name >> user >> nice >> system >> idle >> iowait >> irq >> softirq;
         if (name == want)
-            return static_cast<double>(user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+            return static_cast<double>(user + nice + system + irq + softirq) /
+                   static_cast<double>(::sysconf(_SC_CLK_TCK));
     }
     return 0;
 }
@@ -140,13 +145,14 @@ bool Pktgen::load() {
 }
 
 double Pktgen::send(const std::string& dev, const nic::MacAddress& to, std::uint32_t len, std::uint32_t burst,
-                    std::uint64_t count) {
+                    std::uint64_t count, std::uint64_t clone) {
     const std::string ctl = "/proc/net/pktgen/" + dev;
-    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") || !put("/proc/net/pktgen/kpktgend_0", "add_device " + dev))
+    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") ||
+        !put("/proc/net/pktgen/kpktgend_0", "add_device " + dev))
         return 0;
-    for (const std::string& c : {"count " + std::to_string(count), "pkt_size " + std::to_string(len + 4),
-                                 "burst " + std::to_string(burst), std::string("delay 0"), "dst_mac " + to.str(),
-                                 std::string("clone_skb 0")})
+    for (const std::string& c :
+         {"count " + std::to_string(count), "pkt_size " + std::to_string(len + 4), "burst " + std::to_string(burst),
+          std::string("delay 0"), "dst_mac " + to.str(), "clone_skb " + std::to_string(clone)})
         if (!put(ctl, c)) return 0;
     put("/proc/net/pktgen/pgctrl", "start");  // returns when pktgen has sent them all
     std::ifstream res(ctl);

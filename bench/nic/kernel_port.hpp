@@ -36,6 +36,9 @@ std::vector<pci::Bdf> lab_nics();
 // says who spent it). False when the CPU does not exist.
 bool pin_thread(unsigned cpu);
 
+// Waits up to 10 s for the interface's carrier (a driver that attaches XDP restarts the link).
+void wait_carrier(const std::string& name);
+
 // Busy time of one CPU from /proc/stat (user + nice + system + irq + softirq), in seconds.
 double cpu_busy_seconds(unsigned cpu);
 
@@ -54,9 +57,11 @@ struct Pktgen {
     // Loads the module (BARDRIVE_LAB_MODULES); false when it cannot.
     static bool load();
     // Sends `count` frames of `len` bytes (without CRC) to `to` from interface `dev`, `burst` per xmit_more
-    // batch, as fast as it can; returns when they are all sent, with pktgen's own rate (0 on failure).
+    // batch (one frame sent `burst` times), as fast as it can; returns when they are all sent, with
+    // pktgen's own rate (0 on failure). `clone` > 0 reuses each frame that many times (pktgen's clone_skb:
+    // the driver's cost without building frames); 0 builds every frame. A multiple of `burst` may be sent.
     static double send(const std::string& dev, const nic::MacAddress& to, std::uint32_t len, std::uint32_t burst,
-                       std::uint64_t count);
+                       std::uint64_t count, std::uint64_t clone = 0);
 };
 
 }  // namespace bardrive::bench

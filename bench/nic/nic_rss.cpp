@@ -40,9 +40,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::uint32_t kSrcIp = 0x0a000001, kDstIp = 0x0a000002;  // 10.0.0.1 -> 10.0.0.2
-constexpr std::uint16_t kDstPort = 9000, kSrcPort0 = 10000;         // flow f: source port 10000 + f
-constexpr std::uint32_t kLen = 60;                                  // 64 bytes on the wire
-constexpr std::uint32_t kPayload = 42;                              // after Ethernet, IPv4, UDP: flow, seq
+constexpr std::uint16_t kDstPort = 9000, kSrcPort0 = 10000;        // flow f: source port 10000 + f
+constexpr std::uint32_t kLen = 60;                                 // 64 bytes on the wire
+constexpr std::uint32_t kPayload = 42;                             // after Ethernet, IPv4, UDP: flow, seq
 constexpr std::uint32_t kBatch = 32;
 constexpr std::uint64_t kInFlight = 256;
 
@@ -126,10 +126,11 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
     r.q.resize(queues);
     std::vector<unsigned> flow_queue(flows);
     for (unsigned f = 0; f < flows; ++f) {
-        flow_queue[f] = queues == 1 ? 0
-                                    : nic::rss_queue(nic::rss_hash_ipv4(kSrcIp, kDstIp, static_cast<std::uint16_t>(kSrcPort0 + f),
-                                                                        kDstPort),
-                                                     queues);
+        flow_queue[f] =
+            queues == 1
+                ? 0
+                : nic::rss_queue(
+                      nic::rss_hash_ipv4(kSrcIp, kDstIp, static_cast<std::uint16_t>(kSrcPort0 + f), kDstPort), queues);
         ++r.q[flow_queue[f]].flows;
     }
     std::mutex pool_lock;
@@ -224,8 +225,9 @@ int main(int argc, char** argv) try {
     unsigned flows = argc > 2 ? static_cast<unsigned>(std::strtoul(argv[2], nullptr, 0)) : 64;
     auto nics = bench::lab_nics();
     if (nics.size() < 2) {
-        std::fprintf(stderr, "nic-rss: SKIPPED: needs two igb NICs on one wire: run it in the lab (lab/lab run basic "
-                             "--bind all -- build/bench/nic/nic-rss [FRAMES] [FLOWS])\n");
+        std::fprintf(stderr,
+                     "nic-rss: SKIPPED: needs two igb NICs on one wire: run it in the lab (lab/lab run basic "
+                     "--bind all -- build/bench/nic/nic-rss [FRAMES] [FLOWS])\n");
         return 77;
     }
     if (flows == 0 || flows > 50000) throw Error("nic-rss", "flows", std::to_string(flows), "give 1..50000 flows");
@@ -250,11 +252,13 @@ int main(int argc, char** argv) try {
     std::vector<RunResult> results;
     for (unsigned queues : {1u, 2u, 4u}) results.push_back(run(domain, iovas, a, tx_pool, b_dev, queues, count, flows));
 
-    std::printf("\n## RSS on NIC B: %llu IPv4/UDP frames of 64 bytes (wire) per run, %u flows, sender NIC A (bardrive, one "
-                "thread, batch %u, at most %llu in flight)\n\n",
-                static_cast<unsigned long long>(count), flows, kBatch, static_cast<unsigned long long>(kInFlight));
-    std::printf("| RX queues (threads) | kpps | vs 1 queue | sent | received | per queue: flows, expected / received / "
-                "counted drops / wrong queue / foreign | accounted |\n|---:|---:|---:|---:|---:|---|---|\n");
+    std::printf(
+        "\n## RSS on NIC B: %llu IPv4/UDP frames of 64 bytes (wire) per run, %u flows, sender NIC A (bardrive, one "
+        "thread, batch %u, at most %llu in flight)\n\n",
+        static_cast<unsigned long long>(count), flows, kBatch, static_cast<unsigned long long>(kInFlight));
+    std::printf(
+        "| RX queues (threads) | kpps | vs 1 queue | sent | received | per queue: flows, expected / received / "
+        "counted drops / wrong queue / foreign | accounted |\n|---:|---:|---:|---:|---:|---|---|\n");
     bool ok = true;
     double base = 0;
     for (const auto& r : results) {
