@@ -3,7 +3,8 @@
 //   RX on NIC B, one common sender (pktgen on NIC A, burst 32, each frame reused: pktgen's clone_skb):
 //   the kernel's igb with native XDP (`xdp-bench drop -p read-data`), an AF_XDP socket (copy mode;
 //   zero-copy when the driver takes it), then bardrive's Igb::rx_burst (B on vfio-pci, A still the
-//   kernel's), busy-polling and napping 20 us after an empty poll.
+//   kernel's), busy-polling, and with MSI-X interrupts (wait_rx after an empty poll, as NAPI sleeps
+//   between interrupts).
 //   TX on NIC A, B dropping with XDP: pktgen (burst = batch, frames reused), `xdp-trafficgen udp`, the
 //   kernel's XDP transmit path driven as xdp-trafficgen drives it (BPF_PROG_RUN live frames, batch =
 //   its batch_size; our own 2-instruction XDP_TX program, so every size and batch can be asked for),
@@ -63,7 +64,6 @@ constexpr int kS = 3, kB = 4;
 constexpr std::uint32_t kSenderBurst = 32;  // pktgen's burst for every RX row
 constexpr unsigned kSendCpu = 0, kRecvCpu = 1;
 constexpr int kMaxBatch = 64;
-constexpr auto kNap = std::chrono::microseconds(20);
 
 struct Run {
     bool ran = false;
@@ -144,6 +144,7 @@ pid_t xdp_drop(const std::string& ifname) {
     for (int i = 0; i < 300; ++i) {
         if (has_xdp(ifname)) {
             bench::wait_carrier(ifname);
+            bench::pin_irqs(ifname, kRecvCpu);  // igb asked for its vectors anew
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
             return pid;
         }
@@ -243,7 +244,7 @@ Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_
 }
 
 struct Tables {
-    Run xdp_drop[kS], afxdp[kS][kB], afxdp_zc[kS][kB], bard_rx[kS][kB], bard_rx_nap[kS][kB];
+    Run xdp_drop[kS], afxdp[kS][kB], afxdp_zc[kS][kB], bard_rx[kS][kB], bard_rx_irq[kS][kB];
     Run pktgen_tx[kS][kB], trafficgen, xdp_tx[kS][kB], bard_tx[kS][kB];
     std::uint32_t trafficgen_len = 0;
     std::string zc_note, afxdp_note, xdp_note, trafficgen_note, xdp_tx_note;
@@ -273,6 +274,7 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         }
         stop(xb);
         bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);
     }
     // (b) AF_XDP on queue 0 (B has one channel): zero-copy when offered, then copy mode
     for (bool zc : {true, false}) {
@@ -283,6 +285,7 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
             continue;
         }
         bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);  // igb asked for its vectors anew
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         for (int s = 0; s < kS; ++s)
             for (int k = 0; k < kB; ++k)
@@ -295,6 +298,7 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
                     });
         sock.reset();
         bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);
     }
 }
 
@@ -321,6 +325,7 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         return;
     }
     bench::wait_carrier(a.name);
+    bench::pin_irqs(a.name, kSendCpu);  // igb asked for its vectors anew
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     {  // xdp-trafficgen udp, as packaged
         const std::string log = "/tmp/nic-vs-xdp-trafficgen.log";
@@ -371,13 +376,13 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
                        std::chrono::milliseconds(200));
             wait_count([&] { return counter(b.name, "rx_packets") - base; }, count, Clock::now());
             r.ran = true;
-            r.sent = counter(a.name, "tx_packets") - tx0;
-            r.received = count;  // handed to the kernel; `sent` is what A's igb counted out
+            r.sent = r.received = counter(a.name, "tx_packets") - tx0;  // what igb sent (a full XDP ring drops)
             r.seconds = secs(t0, t1);
             r.valid = counter(b.name, "rx_packets") - base;
         }
     pass.reset();
     bench::wait_carrier(a.name);
+    bench::pin_irqs(a.name, kSendCpu);
 }
 
 void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort& b, std::uint64_t count) {
@@ -425,10 +430,11 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
     }
 }
 
-// bardrive's receiver: rx_burst of up to `batch` on CPU 1, its CPU time that of the polls that found
-// frames; with `nap`, an empty poll sleeps 20 us (the vCPU idles as the kernel's does between interrupts).
-Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, bool nap,
-                    std::uint64_t count) {
+// bardrive's receiver: rx_burst of up to `batch` on CPU 1. Polling, its CPU time is that of the polls
+// that found frames; with interrupts (b opened with them), an empty poll waits for the queue's MSI-X
+// and its CPU time is CPU 1's busy time, as for the kernel's receivers.
+Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
+    const bool irq = b.options().interrupts;
     std::uint64_t busy_ns = 0;
     Run r = rx_with_pktgen(a.name, b.mac(), len, count, [&](Run& run, const std::atomic<std::uint64_t>& target) {
         nic::Packet got[kMaxBatch];
@@ -438,7 +444,7 @@ Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::ui
             std::uint16_t n = b.rx_burst(0, std::span(got, batch));
             if (n == 0) {
                 if (p0 - last > std::chrono::seconds(2)) break;
-                if (nap) std::this_thread::sleep_for(kNap);
+                if (irq) b.wait_rx(0, 100);
                 continue;
             }
             for (std::uint16_t i = 0; i < n; ++i) {
@@ -449,18 +455,26 @@ Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::ui
             last = Clock::now();
             busy_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(last - p0).count());
         }
-        run.cpu = static_cast<double>(busy_ns) / 1e9;
+        if (!irq) run.cpu = static_cast<double>(busy_ns) / 1e9;
         return last;
     });
     return r;
 }
 
-void bardrive_rx(Tables& t, const KernelPort& a, nic::Igb& b, std::uint64_t count) {
-    for (int s = 0; s < kS; ++s)
-        for (int k = 0; k < kB; ++k) {
-            t.bard_rx[s][k] = bardrive_rx_run(a, b, kSizes[s], kBatches[k], false, count);
-            t.bard_rx_nap[s][k] = bardrive_rx_run(a, b, kSizes[s], kBatches[k], true, count);
-        }
+// Polling, then with interrupts (a second Igb on the same device: an interrupt per frame costs the
+// polling rows nothing).
+void bardrive_rx(Tables& t, const KernelPort& a, vfio::Device& dev, dma::IovaAllocator& iovas, dma::BufferPool& pool,
+                 std::uint64_t count) {
+    for (bool irq : {false, true}) {
+        nic::IgbOptions o;
+        o.interrupts = irq;
+        nic::Igb b(dev, iovas, pool, o);
+        // the vfio-pci handler that turns B's MSI-X into an eventfd wake-up runs on the receiver's CPU
+        if (irq) bench::pin_irqs("vfio-msix[0](" + dev.bdf().str() + ")", kRecvCpu);
+        for (int s = 0; s < kS; ++s)
+            for (int k = 0; k < kB; ++k)
+                (irq ? t.bard_rx_irq : t.bard_rx)[s][k] = bardrive_rx_run(a, b, kSizes[s], kBatches[k], count);
+    }
 }
 
 void use_vfio(const std::vector<pci::Bdf>& bdfs) {
@@ -509,15 +523,15 @@ void print(const Tables& t, std::uint64_t count) {
                                                                 : ("not offered (" + t.zc_note + ")").c_str());
     std::printf(
         "| frame (wire) | batch | XDP drop kpps | AF_XDP copy kpps | AF_XDP zc kpps | bardrive poll kpps | bardrive "
-        "nap "
-        "kpps | rate vs best kernel: poll / nap | CPU ns/frame: XDP / AF_XDP / zc / poll / nap | CPU, best kernel / "
-        "bardrive: poll / nap | sent/received/pktgen frames: XDP; AF_XDP; zc; poll; nap |\n"
+        "irq "
+        "kpps | rate vs best kernel: poll / irq | CPU ns/frame: XDP / AF_XDP / zc / poll / irq | CPU, best kernel / "
+        "bardrive: poll / irq | sent/received/pktgen frames: XDP; AF_XDP; zc; poll; irq |\n"
         "|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|\n");
     for (int s = 0; s < kS; ++s)
         for (int k = 0; k < kB; ++k) {
             double rate = 0, cost = 0;
             best_of({&t.xdp_drop[s], &t.afxdp[s][k], &t.afxdp_zc[s][k]}, rate, cost);
-            const Run &p = t.bard_rx[s][k], &n = t.bard_rx_nap[s][k];
+            const Run &p = t.bard_rx[s][k], &n = t.bard_rx_irq[s][k];
             std::printf(
                 "| %u | %u | %s | %s | %s | %s | %s | %s / %s | %s / %s / %s / %s / %s | %s / %s | %s; %s; %s; %s; %s "
                 "|\n",
@@ -622,9 +636,8 @@ int main(int argc, char** argv) try {
         auto dev = vfio::Device::open(domain, B);
         dma::IovaAllocator iovas(domain);
         dma::BufferPool pool(domain, iovas, 2048, 4096);
-        nic::Igb b(dev, iovas, pool);
         std::fprintf(stderr, "nic-vs-xdp: bardrive RX\n");
-        bardrive_rx(t, a, b, count);
+        bardrive_rx(t, a, dev, iovas, pool, count);
     }
     print(t, count);
     bool ok = true;
