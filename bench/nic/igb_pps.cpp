@@ -31,7 +31,6 @@
 
 using namespace bardrive;
 using bench::KernelPort;
-using bench::read_line;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -51,8 +50,7 @@ constexpr int kMaxBatch = 64;
 // empty result when pktgen cannot be driven.
 Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
     Result r;
-    const std::string rx_stat = "/sys/class/net/" + b.name + "/statistics/rx_packets";
-    auto rx_packets = [&] { return std::strtoull(read_line(rx_stat).c_str(), nullptr, 10); };
+    auto rx_packets = [&] { return bench::if_counter(b.name, "rx_packets"); };
     const std::uint64_t rx0 = rx_packets();
     double pps = bench::Pktgen::send(a.name, b.mac, len, batch, count);
     if (pps <= 0) return r;

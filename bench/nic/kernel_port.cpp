@@ -76,6 +76,10 @@ std::vector<pci::Bdf> lab_nics() {
     return out;
 }
 
+std::uint64_t if_counter(const std::string& ifname, const char* stat) {
+    return std::strtoull(read_line("/sys/class/net/" + ifname + "/statistics/" + stat).c_str(), nullptr, 10);
+}
+
 void wait_carrier(const std::string& name) {
     auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (read_line("/sys/class/net/" + name + "/carrier") != "1" && std::chrono::steady_clock::now() < end)

@@ -36,6 +36,9 @@ std::vector<pci::Bdf> lab_nics();
 // says who spent it). False when the CPU does not exist.
 bool pin_thread(unsigned cpu);
 
+// One of the interface's counters (/sys/class/net/IF/statistics/STAT, e.g. rx_packets); 0 when unreadable.
+std::uint64_t if_counter(const std::string& ifname, const char* stat);
+
 // Waits up to 10 s for the interface's carrier (a driver that attaches XDP restarts the link).
 void wait_carrier(const std::string& name);
 

@@ -76,10 +76,6 @@ struct Run {
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-std::uint64_t counter(const std::string& ifname, const char* stat) {
-    return std::strtoull(bench::read_line("/sys/class/net/" + ifname + "/statistics/" + stat).c_str(), nullptr, 10);
-}
-
 // Polls `value()` until it reaches `target` or stays still for `quiet`; returns when it last moved.
 template <class F>
 Clock::time_point wait_count(F value, std::uint64_t target, Clock::time_point since,
@@ -229,12 +225,13 @@ Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_
         last = receive(r, target);  // the time of the last arrival
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the receiver is ready
-    std::uint64_t tx0 = counter(a, "tx_packets");
+    std::uint64_t tx0 = bench::if_counter(a, "tx_packets");
     Clock::time_point t0 = Clock::now();
     bench::Pktgen::send(a, to, len, kSenderBurst, count, count);
     // A counts a frame when its descriptor is done: wait for that count to settle
-    wait_count([&] { return counter(a, "tx_packets") - tx0; }, count, Clock::now(), std::chrono::milliseconds(200));
-    r.sent = counter(a, "tx_packets") - tx0;
+    wait_count([&] { return bench::if_counter(a, "tx_packets") - tx0; }, count, Clock::now(),
+               std::chrono::milliseconds(200));
+    r.sent = bench::if_counter(a, "tx_packets") - tx0;
     target = r.sent;
     rx.join();
     if (r.cpu == 0) r.cpu = bench::cpu_busy_seconds(kRecvCpu) - cpu0;
@@ -258,8 +255,8 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         t.xdp_note = "xdp-bench drop did not attach to " + b.name;
     } else {
         for (int s = 0; s < kS; ++s) {
-            std::uint64_t base = counter(b.name, "rx_packets");
-            auto rx_count = [&] { return counter(b.name, "rx_packets") - base; };
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets");
+            auto rx_count = [&] { return bench::if_counter(b.name, "rx_packets") - base; };
             t.xdp_drop[s] = rx_with_pktgen(
                 a.name, b.mac, kSizes[s], count,
                 [&](Run& r, const std::atomic<std::uint64_t>& target) {
@@ -306,16 +303,16 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     for (int s = 0; s < kS; ++s)
         for (int k = 0; k < kB; ++k) {
             Run& r = t.pktgen_tx[s][k];
-            std::uint64_t base = counter(b.name, "rx_packets"), tx0 = counter(a.name, "tx_packets");
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
             double cpu0 = bench::cpu_busy_seconds(kSendCpu);
             double pps = bench::Pktgen::send(a.name, b.mac, kSizes[s], kBatches[k], count, count);
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
-            wait_count([&] { return counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
             r.ran = pps > 0;
-            r.sent = counter(a.name, "tx_packets") - tx0;
+            r.sent = bench::if_counter(a.name, "tx_packets") - tx0;
             r.seconds = pps > 0 ? static_cast<double>(r.sent) / pps : 0;  // pktgen's own rate
             r.received = r.sent;
-            r.valid = counter(b.name, "rx_packets") - base;
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
         }
     // The XDP transmit path needs an XDP program on A (igb's ndo_xdp_xmit refuses without one).
     std::string err;
@@ -329,8 +326,8 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     {  // xdp-trafficgen udp, as packaged
         const std::string log = "/tmp/nic-vs-xdp-trafficgen.log";
-        std::uint64_t base = counter(b.name, "rx_packets"), bytes0 = counter(b.name, "rx_bytes"),
-                      tx0 = counter(a.name, "tx_packets");
+        std::uint64_t base = bench::if_counter(b.name, "rx_packets"), bytes0 = bench::if_counter(b.name, "rx_bytes"),
+                      tx0 = bench::if_counter(a.name, "tx_packets");
         double cpu0 = bench::cpu_busy_seconds(kSendCpu);
         Clock::time_point t0 = Clock::now();
         pid_t tg =
@@ -339,16 +336,17 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         ::waitpid(tg, &status, 0);
         Clock::time_point t1 = Clock::now();
         Run& r = t.trafficgen;
-        r.sent = counter(a.name, "tx_packets") - tx0;
+        r.sent = bench::if_counter(a.name, "tx_packets") - tx0;
         if (r.sent) {
             r.ran = true;
             r.received = r.sent;
             r.seconds = secs(t0, t1);  // includes loading its program: a lower bound on its rate
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
-            wait_count([&] { return counter(b.name, "rx_packets") - base; }, r.sent, Clock::now());
-            r.valid = counter(b.name, "rx_packets") - base;
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, r.sent, Clock::now());
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
             if (r.valid)
-                t.trafficgen_len = static_cast<std::uint32_t>((counter(b.name, "rx_bytes") - bytes0) / r.valid);
+                t.trafficgen_len =
+                    static_cast<std::uint32_t>((bench::if_counter(b.name, "rx_bytes") - bytes0) / r.valid);
         } else {
             std::ifstream in(log);
             std::string line, last;
@@ -362,7 +360,7 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         for (int k = 0; k < kB; ++k) {
             Run& r = t.xdp_tx[s][k];
             nic::write_test_frame(frame, kSizes[s], b.mac, a.mac, 0);
-            std::uint64_t base = counter(b.name, "rx_packets"), tx0 = counter(a.name, "tx_packets");
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
             double cpu0 = bench::cpu_busy_seconds(kSendCpu);
             Clock::time_point t0 = Clock::now();
             std::string err = xdp_live_tx(a.ifindex, frame, kSizes[s], kBatches[k], count);
@@ -372,13 +370,14 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
                 t.xdp_tx_note = err;
                 continue;
             }
-            wait_count([&] { return counter(a.name, "tx_packets") - tx0; }, count, Clock::now(),
+            wait_count([&] { return bench::if_counter(a.name, "tx_packets") - tx0; }, count, Clock::now(),
                        std::chrono::milliseconds(200));
-            wait_count([&] { return counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
             r.ran = true;
-            r.sent = r.received = counter(a.name, "tx_packets") - tx0;  // what igb sent (a full XDP ring drops)
+            r.sent = r.received =
+                bench::if_counter(a.name, "tx_packets") - tx0;  // what igb sent (a full XDP ring drops)
             r.seconds = secs(t0, t1);
-            r.valid = counter(b.name, "rx_packets") - base;
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
         }
     pass.reset();
     bench::wait_carrier(a.name);
@@ -396,7 +395,7 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
         for (int k = 0; k < kB; ++k) {
             Run& r = t.bard_tx[s][k];
             const std::uint32_t len = kSizes[s], batch = kBatches[k];
-            std::uint64_t base = counter(b.name, "rx_packets"), gptc0 = a.device_stats().tx_packets;
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), gptc0 = a.device_stats().tx_packets;
             double cpu0 = bench::cpu_busy_seconds(kSendCpu);
             Clock::time_point t0 = Clock::now();
             std::uint64_t sent = 0;
@@ -424,8 +423,8 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
             r.received = sent;                             // taken by tx_burst, descriptors done
             r.sent = a.device_stats().tx_packets - gptc0;  // what the device counted out (GPTC)
             r.seconds = secs(t0, t1);
-            wait_count([&] { return counter(b.name, "rx_packets") - base; }, count, Clock::now());
-            r.valid = counter(b.name, "rx_packets") - base;
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
         }
     }
 }
