@@ -12,13 +12,14 @@
 //   written per send).
 // Receivers run on CPU 1 (B's interrupts too), senders on CPU 0 (pktgen's kpktgend_0, A's interrupts).
 // Besides the rate, each row gives the CPU time per frame of the side being measured, because under TCG
-// the sender often sets the rate: kernel receivers: CPU 1's busy time (user + system + irq + softirq,
-// /proc/stat) over the run; bardrive's receiver polls, so its time is that of the polls that returned
-// frames (empty polls counted apart); senders: CPU 0's busy time. "sent" is A's tx_packets (pktgen may
-// round the count up to its burst); every receiver checks pktgen's magic in each frame.
+// the sender often sets the rate: kernel receivers and bardrive with interrupts: CPU 1's time taken from
+// an idle-priority soaker thread in a second pass (Soaker); bardrive busy-polling: the time of the polls
+// that returned frames (empty polls left out); senders, which keep CPU 0 busy: its busy time (/proc/stat). "sent" is
+// A's tx_packets (pktgen may round the count up to its burst); every receiver checks pktgen's magic in each frame.
 
 #include <linux/bpf.h>
 #include <linux/if_link.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -38,6 +39,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench/nic/af_xdp_rx.hpp"
@@ -210,16 +212,58 @@ std::string xdp_live_tx(int ifindex, const std::uint8_t* frame, std::uint32_t le
     return "";
 }
 
-// pktgen on `a` sends about `count` frames of `len` bytes to `to` while `receive(target)` runs on CPU 1;
-// `target` becomes what A really sent once pktgen is done. The receiver's CPU time is CPU 1's busy time
-// unless `receive` measures its own.
+// netperf's "looper" method for a receiver's CPU time: a SCHED_IDLE thread on the receiver's CPU counts
+// loop iterations; whatever else runs there (softirq, the receiving thread, interrupts) takes its time, so
+// the CPU time spent = wall time - iterations / the idle rate measured just before. /proc/stat cannot
+// tell: it samples ticks, and this kernel stops the tick while a CPU idles between interrupts (NO_HZ,
+// no IRQ_TIME_ACCOUNTING), so work done in interrupt context goes mostly unseen.
+class Soaker {
+public:
+    explicit Soaker(unsigned cpu) : thread_([this, cpu] { run(cpu); }) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        auto [n0, t0] = sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto [n1, t1] = sample();
+        idle_rate_ = static_cast<double>(n1 - n0) / secs(t0, t1);
+    }
+    ~Soaker() {
+        stop_ = true;
+        thread_.join();
+    }
+    std::pair<std::uint64_t, Clock::time_point> sample() const { return {count_.load(), Clock::now()}; }
+    // CPU seconds taken from the soaker between two samples
+    double taken(std::pair<std::uint64_t, Clock::time_point> a, std::pair<std::uint64_t, Clock::time_point> b) const {
+        double busy = secs(a.second, b.second) - static_cast<double>(b.first - a.first) / idle_rate_;
+        return std::max(busy, 0.0);
+    }
+
+private:
+    void run(unsigned cpu) {
+        bench::pin_thread(cpu);
+        sched_param p{};
+        ::sched_setscheduler(0, SCHED_IDLE, &p);
+        std::uint64_t n = 0;
+        while (!stop_.load(std::memory_order_relaxed)) {
+            for (int i = 0; i < 256; ++i) asm volatile("");
+            count_.store(n += 256, std::memory_order_relaxed);
+        }
+    }
+    std::atomic<bool> stop_{false};
+    std::atomic<std::uint64_t> count_{0};
+    double idle_rate_ = 1;
+    std::thread thread_;  // last: starts once the counters exist
+};
+
+// pktgen on `a` sends about `count` frames of `len` bytes to `to` while `receive(target)` runs on
+// `rx_cpu`; `target` becomes what A really sent once pktgen is done. With `soak`, CPU 1's time taken
+// from a Soaker becomes the run's CPU time (unless `receive` measured its own).
 template <class Receive>
-Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_t len, std::uint64_t count,
-                   Receive receive, unsigned rx_cpu = kRecvCpu) {
+Run rx_pass(const std::string& a, const nic::MacAddress& to, std::uint32_t len, std::uint64_t count, Receive& receive,
+            unsigned rx_cpu, bool soak) {
     Run r;
     Clock::time_point last{};
     std::atomic<std::uint64_t> target{~std::uint64_t{0}};
-    double cpu0 = bench::cpu_busy_seconds(kRecvCpu);
+    std::unique_ptr<Soaker> soaker = soak ? std::make_unique<Soaker>(kRecvCpu) : nullptr;
     std::thread rx([&] {
         bench::pin_thread(rx_cpu);
         last = receive(r, target);  // the time of the last arrival
@@ -227,6 +271,7 @@ Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the receiver is ready
     std::uint64_t tx0 = bench::if_counter(a, "tx_packets");
     Clock::time_point t0 = Clock::now();
+    auto s0 = soaker ? soaker->sample() : std::pair<std::uint64_t, Clock::time_point>{};
     bench::Pktgen::send(a, to, len, kSenderBurst, count, count);
     // A counts a frame when its descriptor is done: wait for that count to settle
     wait_count([&] { return bench::if_counter(a, "tx_packets") - tx0; }, count, Clock::now(),
@@ -234,9 +279,23 @@ Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_
     r.sent = bench::if_counter(a, "tx_packets") - tx0;
     target = r.sent;
     rx.join();
-    if (r.cpu == 0) r.cpu = bench::cpu_busy_seconds(kRecvCpu) - cpu0;
+    if (soaker && r.cpu == 0) r.cpu = soaker->taken(s0, soaker->sample());
     r.ran = true;
     r.seconds = last > t0 ? secs(t0, last) : 0;
+    return r;
+}
+
+// One RX row: the rate and counts from a pass with CPU 1 otherwise idle, then (unless the receiver
+// measures its own time) the CPU time per frame from a second pass with a Soaker on CPU 1, which keeps
+// that vCPU busy and so changes the rate.
+template <class Receive>
+Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_t len, std::uint64_t count,
+                   Receive receive, unsigned rx_cpu = kRecvCpu, bool measures_own_cpu = false) {
+    Run r = rx_pass(a, to, len, count, receive, rx_cpu, false);
+    if (!measures_own_cpu) {
+        Run c = rx_pass(a, to, len, count, receive, rx_cpu, true);
+        r.cpu = c.received ? c.cpu * static_cast<double>(r.received) / static_cast<double>(c.received) : 0;
+    }
     return r;
 }
 
@@ -434,8 +493,8 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
 // and its CPU time is CPU 1's busy time, as for the kernel's receivers.
 Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
     const bool irq = b.options().interrupts;
-    std::uint64_t busy_ns = 0;
-    Run r = rx_with_pktgen(a.name, b.mac(), len, count, [&](Run& run, const std::atomic<std::uint64_t>& target) {
+    auto receive = [&](Run& run, const std::atomic<std::uint64_t>& target) {
+        std::uint64_t busy_ns = 0;
         nic::Packet got[kMaxBatch];
         Clock::time_point last = Clock::now();
         while (run.received < target.load()) {
@@ -456,8 +515,8 @@ Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::ui
         }
         if (!irq) run.cpu = static_cast<double>(busy_ns) / 1e9;
         return last;
-    });
-    return r;
+    };
+    return rx_with_pktgen(a.name, b.mac(), len, count, receive, kRecvCpu, !irq);
 }
 
 // Polling, then with interrupts (a second Igb on the same device: an interrupt per frame costs the
@@ -495,7 +554,11 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 std::string kpps(const Run& r) { return r.ran ? fmt("%.1f", r.kpps()) : "-"; }
-std::string ns(const Run& r) { return r.ran && r.received ? fmt("%.0f", r.ns_per_frame()) : "-"; }
+// A CPU time of 0: the soaker's noise swallowed the cost (shown as ~0, left out of the ratios).
+std::string ns(const Run& r) {
+    if (!r.ran || !r.received) return "-";
+    return r.cpu > 0 ? fmt("%.0f", r.ns_per_frame()) : "~0";
+}
 std::string counts(const Run& r) {
     if (!r.ran) return "-";
     return std::to_string(r.sent) + "/" + std::to_string(r.received) + "/" + std::to_string(r.valid);
@@ -509,7 +572,7 @@ void best_of(std::initializer_list<const Run*> runs, double& rate, double& cost)
     cost = 0;
     for (const Run* r : runs) {
         rate = std::max(rate, r->kpps());
-        if (r->ran && r->received && (cost == 0 || r->ns_per_frame() < cost)) cost = r->ns_per_frame();
+        if (r->ran && r->received && r->cpu > 0 && (cost == 0 || r->ns_per_frame() < cost)) cost = r->ns_per_frame();
     }
 }
 
