@@ -314,11 +314,12 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         t.xdp_note = "xdp-bench drop did not attach to " + b.name;
     } else {
         for (int s = 0; s < kS; ++s) {
-            std::uint64_t base = bench::if_counter(b.name, "rx_packets");
-            auto rx_count = [&] { return bench::if_counter(b.name, "rx_packets") - base; };
             t.xdp_drop[s] = rx_with_pktgen(
                 a.name, b.mac, kSizes[s], count,
                 [&](Run& r, const std::atomic<std::uint64_t>& target) {
+                    // runs before pktgen starts, once per pass
+                    const std::uint64_t base = bench::if_counter(b.name, "rx_packets");
+                    auto rx_count = [&] { return bench::if_counter(b.name, "rx_packets") - base; };
                     while (target.load() == ~std::uint64_t{0})
                         std::this_thread::sleep_for(std::chrono::milliseconds(1));
                     Clock::time_point last = wait_count(rx_count, target.load(), Clock::now());
