@@ -214,30 +214,35 @@ std::string xdp_live_tx(int ifindex, const std::uint8_t* frame, std::uint32_t le
 
 // netperf's "looper" method for a receiver's CPU time: a SCHED_IDLE thread on the receiver's CPU counts
 // loop iterations; whatever else runs there (softirq, the receiving thread, interrupts) takes its time, so
-// the CPU time spent = wall time - iterations / the idle rate measured just before. /proc/stat cannot
+// the CPU time spent = wall time - iterations / the idle rate, measured just before and just after (their
+// mean: under TCG the vCPU's speed drifts with the host's load). /proc/stat cannot
 // tell: it samples ticks, and this kernel stops the tick while a CPU idles between interrupts (NO_HZ,
 // no IRQ_TIME_ACCOUNTING), so work done in interrupt context goes mostly unseen.
 class Soaker {
 public:
     explicit Soaker(unsigned cpu) : thread_([this, cpu] { run(cpu); }) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        auto [n0, t0] = sample();
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        auto [n1, t1] = sample();
-        idle_rate_ = static_cast<double>(n1 - n0) / secs(t0, t1);
+        before_ = idle_rate();
     }
     ~Soaker() {
         stop_ = true;
         thread_.join();
     }
     std::pair<std::uint64_t, Clock::time_point> sample() const { return {count_.load(), Clock::now()}; }
-    // CPU seconds taken from the soaker between two samples
-    double taken(std::pair<std::uint64_t, Clock::time_point> a, std::pair<std::uint64_t, Clock::time_point> b) const {
-        double busy = secs(a.second, b.second) - static_cast<double>(b.first - a.first) / idle_rate_;
+    // CPU seconds taken from the soaker between two samples; measures the idle rate again (CPU 1 idle now)
+    double taken(std::pair<std::uint64_t, Clock::time_point> a, std::pair<std::uint64_t, Clock::time_point> b) {
+        double rate = (before_ + idle_rate()) / 2;
+        double busy = secs(a.second, b.second) - static_cast<double>(b.first - a.first) / rate;
         return std::max(busy, 0.0);
     }
 
 private:
+    double idle_rate() const {
+        auto [n0, t0] = sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto [n1, t1] = sample();
+        return static_cast<double>(n1 - n0) / secs(t0, t1);
+    }
     void run(unsigned cpu) {
         bench::pin_thread(cpu);
         sched_param p{};
@@ -250,7 +255,7 @@ private:
     }
     std::atomic<bool> stop_{false};
     std::atomic<std::uint64_t> count_{0};
-    double idle_rate_ = 1;
+    double before_ = 1;
     std::thread thread_;  // last: starts once the counters exist
 };
 
