@@ -1,6 +1,8 @@
 // The kernel's side of a NIC benchmark: a NIC left to the kernel's igb driver, its interface up and an
 // AF_PACKET socket on it, so a bench can move the same bytes through the kernel that bardrive moves
-// from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench).
+// from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench), and what NIC benches share about the
+// lab guest: its NICs, pktgen, interface counters and carrier, channels, per-CPU busy time, IRQ and
+// thread pinning (bench/nic/nic-vs-xdp, nic-rss).
 #pragma once
 
 #include <cstdint>
