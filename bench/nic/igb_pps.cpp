@@ -13,11 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,7 +31,6 @@
 
 using namespace bardrive;
 using bench::KernelPort;
-using bench::read_line;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -55,33 +50,14 @@ constexpr int kMaxBatch = 64;
 // empty result when pktgen cannot be driven.
 Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
     Result r;
-    auto put = [](const std::string& file, const std::string& cmd) {
-        std::ofstream f(file);
-        f << cmd << '\n';
-        return static_cast<bool>(f.flush());
-    };
-    const std::string dev = "/proc/net/pktgen/" + a.name;
-    if (!put("/proc/net/pktgen/kpktgend_0", "rem_device_all") ||
-        !put("/proc/net/pktgen/kpktgend_0", "add_device " + a.name))
-        return r;
-    for (const std::string& c : std::vector<std::string>{
-             "count " + std::to_string(count), "pkt_size " + std::to_string(len + 4), "burst " + std::to_string(batch),
-             "delay 0", "dst_mac " + b.mac.str(), "clone_skb 0"}) {
-        if (!put(dev, c)) return r;
-    }
-    const std::string rx_stat = "/sys/class/net/" + b.name + "/statistics/rx_packets";
-    auto rx_packets = [&] { return std::strtoull(read_line(rx_stat).c_str(), nullptr, 10); };
+    auto rx_packets = [&] { return bench::if_counter(b.name, "rx_packets"); };
     const std::uint64_t rx0 = rx_packets();
-    put("/proc/net/pktgen/pgctrl", "start");  // returns when pktgen has sent them all
-    std::ifstream res(dev);
-    std::string text((std::istreambuf_iterator<char>(res)), std::istreambuf_iterator<char>());
-    std::smatch m;
-    if (!std::regex_search(text, m, std::regex(R"((\d+)pps)"))) return r;
-    double pps = std::stod(m[1]);
+    double pps = bench::Pktgen::send(a.name, b.mac, len, batch, count);
+    if (pps <= 0) return r;
     auto end = Clock::now() + std::chrono::seconds(2);
     while (rx_packets() - rx0 < count && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     r.received = r.in_order = rx_packets() - rx0;
-    r.seconds = pps > 0 ? static_cast<double>(r.received) / pps : 0;  // pps() then gives pktgen's rate
+    r.seconds = static_cast<double>(r.received) / pps;  // pps() then gives pktgen's rate
     return r;
 }
 
@@ -121,18 +97,11 @@ Result run_bardrive(nic::Igb& a, nic::Igb& b, dma::BufferPool& pool, std::uint32
     return r;
 }
 
-std::vector<pci::Bdf> lab_nics() {
-    std::vector<pci::Bdf> out;
-    std::istringstream in(std::getenv("BARDRIVE_LAB_NICS") ? std::getenv("BARDRIVE_LAB_NICS") : "");
-    for (std::string w; in >> w;) out.push_back(pci::Bdf::parse(w));
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
     std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 20000;
-    auto nics = lab_nics();
+    auto nics = bench::lab_nics();
     if (nics.size() < 2) {
         std::fprintf(stderr,
                      "igb-pps: needs two igb NICs on one wire: run it in the lab (lab/lab run basic --bind "
@@ -169,9 +138,7 @@ int main(int argc, char** argv) try {
 
     {  // 1. the kernel's igb on both NICs
         KernelPort a(nics[0]), b(nics[1]);
-        const char* mods = std::getenv("BARDRIVE_LAB_MODULES");
-        std::string load = std::string("modprobe ") + (mods && *mods ? std::string("-d ") + mods + " " : "") + "pktgen";
-        bool have_pktgen = std::system(load.c_str()) == 0;
+        bool have_pktgen = bench::Pktgen::load();
         for (auto s : sizes)
             for (auto bt : batches) {
                 Row row{s, bt, {}, {}};

@@ -1,9 +1,13 @@
 // The kernel's side of a NIC benchmark: a NIC left to the kernel's igb driver, its interface up and an
 // AF_PACKET socket on it, so a bench can move the same bytes through the kernel that bardrive moves
-// from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench).
+// from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench), and what NIC benches share about the
+// lab guest: its NICs, pktgen, interface counters and carrier, channels, per-CPU busy time, IRQ and
+// thread pinning (bench/nic/nic-vs-xdp, nic-rss).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/fd.hpp"
 #include "nic/mac_address.hpp"
@@ -25,6 +29,44 @@ struct KernelPort {
     int ifindex = 0;
     UniqueFd sock;
     nic::MacAddress mac;
+};
+
+// The lab's NICs in order (BARDRIVE_LAB_NICS: NIC A, NIC B, ...); empty outside the lab.
+std::vector<pci::Bdf> lab_nics();
+
+// Pins the calling thread to one CPU (receivers and senders on their own vCPU, so that per-CPU time
+// says who spent it). False when the CPU does not exist.
+bool pin_thread(unsigned cpu);
+
+// One of the interface's counters (/sys/class/net/IF/statistics/STAT, e.g. rx_packets); 0 when unreadable.
+std::uint64_t if_counter(const std::string& ifname, const char* stat);
+
+// Waits up to 10 s for the interface's carrier (a driver that attaches XDP restarts the link).
+void wait_carrier(const std::string& name);
+
+// Busy time of one CPU from /proc/stat (user + nice + system + irq + softirq), in seconds.
+double cpu_busy_seconds(unsigned cpu);
+
+// Sends every interrupt of interface `name` (igb's "<name>-TxRx-N" vectors) to `cpu`.
+void pin_irqs(const std::string& name, unsigned cpu);
+
+// The interface's combined channel count (ETHTOOL_SCHANNELS): 1 keeps every frame on queue 0, where
+// AF_XDP and the kernel path are measured. False when the driver refuses.
+bool set_channels(const std::string& name, unsigned combined);
+
+// pktgen, the kernel's in-kernel packet generator, on one interface (its kthread kpktgend_0 runs on
+// CPU 0). Frames are IPv4/UDP with pktgen's header (magic, sequence number) after the UDP header.
+struct Pktgen {
+    static constexpr std::uint32_t magic = 0xbe9be955;  // pktgen_hdr.pgh_magic, big endian on the wire
+    static constexpr std::uint32_t header_offset = 42;  // Ethernet 14 + IPv4 20 + UDP 8
+    // Loads the module (BARDRIVE_LAB_MODULES); false when it cannot.
+    static bool load();
+    // Sends `count` frames of `len` bytes (without CRC) to `to` from interface `dev`, `burst` per xmit_more
+    // batch (one frame sent `burst` times), as fast as it can; returns when they are all sent, with
+    // pktgen's own rate (0 on failure). `clone` > 0 reuses each frame that many times (pktgen's clone_skb:
+    // the driver's cost without building frames); 0 builds every frame. A multiple of `burst` may be sent.
+    static double send(const std::string& dev, const nic::MacAddress& to, std::uint32_t len, std::uint32_t burst,
+                       std::uint64_t count, std::uint64_t clone = 0);
 };
 
 }  // namespace bardrive::bench

@@ -1,0 +1,720 @@
+// nic-vs-xdp: bardrive's igb RX alone and TX alone against the kernel's fastest paths on the same NICs,
+// in one lab guest (lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [FRAMES]):
+//   RX on NIC B, one common sender (pktgen on NIC A, burst 32, each frame reused: pktgen's clone_skb):
+//   the kernel's igb with native XDP (`xdp-bench drop -p read-data`), an AF_XDP socket (copy mode;
+//   zero-copy when the driver takes it), then bardrive's Igb::rx_burst (B on vfio-pci, A still the
+//   kernel's), busy-polling, and with MSI-X interrupts (wait_rx after an empty poll, as NAPI sleeps
+//   between interrupts).
+//   TX on NIC A, B dropping with XDP: pktgen (burst = batch, frames reused), `xdp-trafficgen udp`, the
+//   kernel's XDP transmit path driven as xdp-trafficgen drives it (BPF_PROG_RUN live frames, batch =
+//   its batch_size; our own 2-instruction XDP_TX program, so every size and batch can be asked for),
+//   then bardrive's Igb::tx_burst (A on vfio-pci) of frames built once (only the sequence number is
+//   written per send).
+// Receivers run on CPU 1 (B's interrupts too), senders on CPU 0 (pktgen's kpktgend_0, A's interrupts).
+// Besides the rate, each row gives the CPU time per frame of the side being measured, because under TCG
+// the sender often sets the rate: kernel receivers and bardrive with interrupts: CPU 1's time taken from
+// an idle-priority soaker thread in a second pass (Soaker); bardrive busy-polling: the time of the polls
+// that returned frames (empty polls left out); senders, which keep CPU 0 busy: its busy time (/proc/stat). "sent" is
+// A's tx_packets (pktgen may round the count up to its burst); every receiver checks pktgen's magic in each frame.
+
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench/nic/af_xdp_rx.hpp"
+#include "bench/nic/kernel_port.hpp"
+#include "core/error.hpp"
+#include "core/fd.hpp"
+#include "dma/buffer_pool.hpp"
+#include "dma/iova_allocator.hpp"
+#include "nic/igb.hpp"
+#include "nic/test_frame.hpp"
+#include "vfio/bind.hpp"
+#include "vfio/device.hpp"
+#include "vfio/domain.hpp"
+
+using namespace bardrive;
+using bench::KernelPort;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::uint32_t kSizes[] = {60, 508, 1496};  // 64, 512 and 1500 bytes on the wire with the CRC
+constexpr std::uint32_t kBatches[] = {1, 8, 32, 64};
+constexpr int kS = 3, kB = 4;
+constexpr std::uint32_t kSenderBurst = 32;  // pktgen's burst for every RX row
+constexpr unsigned kSendCpu = 0, kRecvCpu = 1;
+constexpr int kMaxBatch = 64;
+
+struct Run {
+    bool ran = false;
+    std::uint64_t sent = 0, received = 0, valid = 0;
+    double seconds = 0;
+    double cpu = 0;  // seconds of CPU time of the measured side
+    double kpps() const { return ran && seconds > 0 ? static_cast<double>(received) / seconds / 1e3 : 0; }
+    double ns_per_frame() const { return ran && received ? cpu * 1e9 / static_cast<double>(received) : 0; }
+};
+
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Polls `value()` until it reaches `target` or stays still for `quiet`; returns when it last moved.
+template <class F>
+Clock::time_point wait_count(F value, std::uint64_t target, Clock::time_point since,
+                             std::chrono::milliseconds quiet = std::chrono::milliseconds(2000)) {
+    std::uint64_t seen = value();
+    Clock::time_point moved = since;
+    while (seen < target && Clock::now() - moved < quiet) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::uint64_t now = value();
+        if (now != seen) moved = Clock::now();
+        seen = now;
+    }
+    return moved;
+}
+
+// A child process (xdp-bench, xdp-trafficgen) pinned to one CPU, its output to `log` (or discarded).
+pid_t spawn(const std::vector<std::string>& args, unsigned cpu, const std::string& log = "/dev/null") {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        bench::pin_thread(cpu);
+        std::FILE* out = std::fopen(log.c_str(), "w");
+        if (out) {
+            ::dup2(::fileno(out), 1);
+            ::dup2(::fileno(out), 2);
+        }
+        std::vector<char*> argv;
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execvp(argv[0], argv.data());
+        std::_Exit(127);
+    }
+    return pid;
+}
+
+void stop(pid_t pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGINT);
+    for (int i = 0; i < 100; ++i) {
+        if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+}
+
+bool has_xdp(const std::string& ifname) {
+    std::string cmd = "ip link show dev " + ifname + " 2>/dev/null";
+    std::FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return false;
+    char buf[512];
+    bool found = false;
+    while (std::fgets(buf, sizeof buf, p))
+        if (std::strstr(buf, "xdp")) found = true;
+    ::pclose(p);
+    return found;
+}
+
+// `xdp-bench drop -p read-data` on `ifname` (CPU 0), running once its program is attached and the link
+// is back up (igb restarts the link when XDP is attached); 0 when it failed.
+pid_t xdp_drop(const std::string& ifname) {
+    pid_t pid = spawn({"xdp-bench", "drop", "-p", "read-data", ifname}, kSendCpu);
+    for (int i = 0; i < 300; ++i) {
+        if (has_xdp(ifname)) {
+            bench::wait_carrier(ifname);
+            bench::pin_irqs(ifname, kRecvCpu);  // igb asked for its vectors anew
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            return pid;
+        }
+        if (::waitpid(pid, nullptr, WNOHANG) == pid) return 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    stop(pid);
+    return 0;
+}
+
+// A two-instruction XDP program: r0 = action; exit. Our own, so no BPF object file is needed.
+UniqueFd load_xdp_program(std::uint32_t action, std::string& err) {
+    bpf_insn prog[2]{};
+    prog[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+    prog[0].dst_reg = BPF_REG_0;
+    prog[0].imm = static_cast<std::int32_t>(action);
+    prog[1].code = BPF_JMP | BPF_EXIT;
+    static const char license[] = "GPL";
+    bpf_attr attr{};
+    attr.prog_type = BPF_PROG_TYPE_XDP;
+    attr.insns = reinterpret_cast<std::uint64_t>(prog);
+    attr.insn_cnt = 2;
+    attr.license = reinterpret_cast<std::uint64_t>(license);
+    UniqueFd fd(static_cast<int>(::syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof attr)));
+    if (!fd) err = std::string("BPF_PROG_LOAD: ") + std::strerror(errno);
+    return fd;
+}
+
+// Attaches an XDP_PASS program to `ifindex` in native mode (igb's ndo_xdp_xmit only sends while a
+// program is attached); detached when the returned link closes. Invalid fd and `err` on failure.
+UniqueFd attach_xdp_pass(int ifindex, std::string& err) {
+    UniqueFd prog = load_xdp_program(XDP_PASS, err);
+    if (!prog) return prog;
+    bpf_attr attr{};
+    attr.link_create.prog_fd = static_cast<std::uint32_t>(prog.get());
+    attr.link_create.target_ifindex = static_cast<std::uint32_t>(ifindex);
+    attr.link_create.attach_type = BPF_XDP;
+    attr.link_create.flags = XDP_FLAGS_DRV_MODE;
+    UniqueFd link(static_cast<int>(::syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr)));
+    if (!link) err = std::string("BPF_LINK_CREATE (native XDP_PASS): ") + std::strerror(errno);
+    return link;
+}
+
+// The kernel's XDP transmit path as xdp-trafficgen drives it: BPF_PROG_RUN in live-frames mode runs an
+// XDP program for `count` copies of one frame as if it had arrived on `ifindex`; the program returns
+// XDP_TX, so the kernel sends each copy out of that interface through the driver's ndo_xdp_xmit,
+// flushing every `batch` frames. Returns "" or what failed.
+std::string xdp_live_tx(int ifindex, const std::uint8_t* frame, std::uint32_t len, std::uint32_t batch,
+                        std::uint64_t count) {
+    std::string err;
+    UniqueFd fd = load_xdp_program(XDP_TX, err);
+    if (!fd) return err;
+    xdp_md ctx{};
+    ctx.data_end = len;
+    ctx.ingress_ifindex = static_cast<std::uint32_t>(ifindex);
+    bpf_attr attr{};
+    attr.test.prog_fd = static_cast<std::uint32_t>(fd.get());
+    attr.test.data_in = reinterpret_cast<std::uint64_t>(frame);
+    attr.test.data_size_in = len;
+    attr.test.ctx_in = reinterpret_cast<std::uint64_t>(&ctx);
+    attr.test.ctx_size_in = sizeof ctx;
+    attr.test.repeat = static_cast<std::uint32_t>(count);
+    attr.test.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+    attr.test.batch_size = batch;
+    if (::syscall(__NR_bpf, BPF_PROG_TEST_RUN, &attr, sizeof attr) != 0)
+        return std::string("BPF_PROG_TEST_RUN with live frames: ") + std::strerror(errno);
+    return "";
+}
+
+// netperf's "looper" method for a receiver's CPU time: a SCHED_IDLE thread on the receiver's CPU counts
+// loop iterations; whatever else runs there (softirq, the receiving thread, interrupts) takes its time, so
+// the CPU time spent = wall time - iterations / the idle rate, measured just before and just after (their
+// mean: under TCG the vCPU's speed drifts with the host's load). /proc/stat cannot
+// tell: it samples ticks, and this kernel stops the tick while a CPU idles between interrupts (NO_HZ,
+// no IRQ_TIME_ACCOUNTING), so work done in interrupt context goes mostly unseen.
+class Soaker {
+public:
+    explicit Soaker(unsigned cpu) : thread_([this, cpu] { run(cpu); }) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        before_ = idle_rate();
+    }
+    ~Soaker() {
+        stop_ = true;
+        thread_.join();
+    }
+    std::pair<std::uint64_t, Clock::time_point> sample() const { return {count_.load(), Clock::now()}; }
+    // CPU seconds taken from the soaker between two samples; measures the idle rate again (CPU 1 idle now)
+    double taken(std::pair<std::uint64_t, Clock::time_point> a, std::pair<std::uint64_t, Clock::time_point> b) {
+        double rate = (before_ + idle_rate()) / 2;
+        double busy = secs(a.second, b.second) - static_cast<double>(b.first - a.first) / rate;
+        return std::max(busy, 0.0);
+    }
+
+private:
+    double idle_rate() const {
+        auto [n0, t0] = sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto [n1, t1] = sample();
+        return static_cast<double>(n1 - n0) / secs(t0, t1);
+    }
+    void run(unsigned cpu) {
+        bench::pin_thread(cpu);
+        sched_param p{};
+        ::sched_setscheduler(0, SCHED_IDLE, &p);
+        std::uint64_t n = 0;
+        while (!stop_.load(std::memory_order_relaxed)) {
+            for (int i = 0; i < 256; ++i) asm volatile("");
+            count_.store(n += 256, std::memory_order_relaxed);
+        }
+    }
+    std::atomic<bool> stop_{false};
+    std::atomic<std::uint64_t> count_{0};
+    double before_ = 1;
+    std::thread thread_;  // last: starts once the counters exist
+};
+
+// pktgen on `a` sends about `count` frames of `len` bytes to `to` while `receive(target)` runs on
+// `rx_cpu`; `target` becomes what A really sent once pktgen is done. With `soak`, CPU 1's time taken
+// from a Soaker becomes the run's CPU time (unless `receive` measured its own).
+template <class Receive>
+Run rx_pass(const std::string& a, const nic::MacAddress& to, std::uint32_t len, std::uint64_t count, Receive& receive,
+            unsigned rx_cpu, bool soak) {
+    Run r;
+    Clock::time_point last{};
+    std::atomic<std::uint64_t> target{~std::uint64_t{0}};
+    std::unique_ptr<Soaker> soaker = soak ? std::make_unique<Soaker>(kRecvCpu) : nullptr;
+    std::thread rx([&] {
+        bench::pin_thread(rx_cpu);
+        last = receive(r, target);  // the time of the last arrival
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the receiver is ready
+    std::uint64_t tx0 = bench::if_counter(a, "tx_packets");
+    Clock::time_point t0 = Clock::now();
+    auto s0 = soaker ? soaker->sample() : std::pair<std::uint64_t, Clock::time_point>{};
+    bench::Pktgen::send(a, to, len, kSenderBurst, count, count);
+    // A counts a frame when its descriptor is done: wait for that count to settle
+    wait_count([&] { return bench::if_counter(a, "tx_packets") - tx0; }, count, Clock::now(),
+               std::chrono::milliseconds(200));
+    r.sent = bench::if_counter(a, "tx_packets") - tx0;
+    target = r.sent;
+    rx.join();
+    if (soaker && r.cpu == 0) r.cpu = soaker->taken(s0, soaker->sample());
+    r.ran = true;
+    r.seconds = last > t0 ? secs(t0, last) : 0;
+    return r;
+}
+
+// One RX row: the rate and counts from a pass with CPU 1 otherwise idle, then (unless the receiver
+// measures its own time) the CPU time per frame from a second pass with a Soaker on CPU 1, which keeps
+// that vCPU busy and so changes the rate.
+template <class Receive>
+Run rx_with_pktgen(const std::string& a, const nic::MacAddress& to, std::uint32_t len, std::uint64_t count,
+                   Receive receive, unsigned rx_cpu = kRecvCpu, bool measures_own_cpu = false) {
+    Run r = rx_pass(a, to, len, count, receive, rx_cpu, false);
+    if (!measures_own_cpu) {
+        Run c = rx_pass(a, to, len, count, receive, rx_cpu, true);
+        r.cpu = c.received ? c.cpu * static_cast<double>(r.received) / static_cast<double>(c.received) : 0;
+    }
+    return r;
+}
+
+struct Tables {
+    Run xdp_drop[kS], afxdp[kS][kB], afxdp_zc[kS][kB], bard_rx[kS][kB], bard_rx_irq[kS][kB];
+    Run pktgen_tx[kS][kB], trafficgen, xdp_tx[kS][kB], bard_tx[kS][kB];
+    std::uint32_t trafficgen_len = 0;
+    std::string zc_note, afxdp_note, xdp_note, trafficgen_note, xdp_tx_note;
+};
+
+void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
+    // (a) native XDP reading and dropping every frame; igb counts the frames XDP took in rx_packets.
+    // Reading that counter costs register reads (igb_update_stats), so it is watched from CPU 0, every
+    // 2 ms once pktgen is done, to keep CPU 1's time the receiver's.
+    if (pid_t xb = xdp_drop(b.name); !xb) {
+        t.xdp_note = "xdp-bench drop did not attach to " + b.name;
+    } else {
+        for (int s = 0; s < kS; ++s) {
+            t.xdp_drop[s] = rx_with_pktgen(
+                a.name, b.mac, kSizes[s], count,
+                [&](Run& r, const std::atomic<std::uint64_t>& target) {
+                    // runs before pktgen starts, once per pass
+                    const std::uint64_t base = bench::if_counter(b.name, "rx_packets");
+                    auto rx_count = [&] { return bench::if_counter(b.name, "rx_packets") - base; };
+                    while (target.load() == ~std::uint64_t{0})
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    Clock::time_point last = wait_count(rx_count, target.load(), Clock::now());
+                    r.received = rx_count();
+                    r.valid = r.received;  // XDP counts; its program read each frame
+                    return last;
+                },
+                kSendCpu);
+        }
+        stop(xb);
+        bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);
+    }
+    // (b) AF_XDP on queue 0 (B has one channel): zero-copy when offered, then copy mode
+    for (bool zc : {true, false}) {
+        std::string why;
+        auto sock = bench::AfXdpRx::open(b.name, 0, zc, why);
+        if (!sock) {
+            (zc ? t.zc_note : t.afxdp_note) = why;
+            continue;
+        }
+        bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);  // igb asked for its vectors anew
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (int s = 0; s < kS; ++s)
+            for (int k = 0; k < kB; ++k)
+                (zc ? t.afxdp_zc : t.afxdp)[s][k] = rx_with_pktgen(
+                    a.name, b.mac, kSizes[s], count, [&](Run& r, const std::atomic<std::uint64_t>& target) {
+                        bench::RxCount c = sock->receive(target, kBatches[k]);
+                        r.received = c.received;
+                        r.valid = c.valid;
+                        return Clock::time_point(std::chrono::nanoseconds(c.last_ns));
+                    });
+        sock.reset();
+        bench::wait_carrier(b.name);
+        bench::pin_irqs(b.name, kRecvCpu);
+    }
+}
+
+void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            Run& r = t.pktgen_tx[s][k];
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
+            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
+            double pps = bench::Pktgen::send(a.name, b.mac, kSizes[s], kBatches[k], count, count);
+            r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            r.ran = pps > 0;
+            r.sent = bench::if_counter(a.name, "tx_packets") - tx0;
+            r.seconds = pps > 0 ? static_cast<double>(r.sent) / pps : 0;  // pktgen's own rate
+            r.received = r.sent;
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
+        }
+    // The XDP transmit path needs an XDP program on A (igb's ndo_xdp_xmit refuses without one).
+    std::string err;
+    UniqueFd pass = attach_xdp_pass(a.ifindex, err);
+    if (!pass) {
+        t.trafficgen_note = t.xdp_tx_note = err;
+        return;
+    }
+    bench::wait_carrier(a.name);
+    bench::pin_irqs(a.name, kSendCpu);  // igb asked for its vectors anew
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    {  // xdp-trafficgen udp, as packaged
+        const std::string log = "/tmp/nic-vs-xdp-trafficgen.log";
+        std::uint64_t base = bench::if_counter(b.name, "rx_packets"), bytes0 = bench::if_counter(b.name, "rx_bytes"),
+                      tx0 = bench::if_counter(a.name, "tx_packets");
+        double cpu0 = bench::cpu_busy_seconds(kSendCpu);
+        Clock::time_point t0 = Clock::now();
+        pid_t tg =
+            spawn({"xdp-trafficgen", "udp", "-m", b.mac.str(), "-n", std::to_string(count), a.name}, kSendCpu, log);
+        int status = 0;
+        ::waitpid(tg, &status, 0);
+        Clock::time_point t1 = Clock::now();
+        Run& r = t.trafficgen;
+        r.sent = bench::if_counter(a.name, "tx_packets") - tx0;
+        if (r.sent) {
+            r.ran = true;
+            r.received = r.sent;
+            r.seconds = secs(t0, t1);  // includes loading its program: a lower bound on its rate
+            r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, r.sent, Clock::now());
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
+            if (r.valid)
+                t.trafficgen_len =
+                    static_cast<std::uint32_t>((bench::if_counter(b.name, "rx_bytes") - bytes0) / r.valid);
+        } else {
+            std::ifstream in(log);
+            std::string line, last;
+            while (std::getline(in, line))
+                if (!line.empty() && line.find("libbpf: elf: skipping") == std::string::npos) last = line;
+            t.trafficgen_note = "exit " + std::to_string(WEXITSTATUS(status)) + ": " + last;
+        }
+    }
+    std::uint8_t frame[2048];
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            Run& r = t.xdp_tx[s][k];
+            nic::write_test_frame(frame, kSizes[s], b.mac, a.mac, 0);
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
+            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
+            Clock::time_point t0 = Clock::now();
+            std::string err = xdp_live_tx(a.ifindex, frame, kSizes[s], kBatches[k], count);
+            Clock::time_point t1 = Clock::now();
+            r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
+            if (!err.empty()) {
+                t.xdp_tx_note = err;
+                continue;
+            }
+            wait_count([&] { return bench::if_counter(a.name, "tx_packets") - tx0; }, count, Clock::now(),
+                       std::chrono::milliseconds(200));
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            r.ran = true;
+            r.sent = r.received =
+                bench::if_counter(a.name, "tx_packets") - tx0;  // what igb sent (a full XDP ring drops)
+            r.seconds = secs(t0, t1);
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
+        }
+    pass.reset();
+    bench::wait_carrier(a.name);
+    bench::pin_irqs(a.name, kSendCpu);
+}
+
+void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort& b, std::uint64_t count) {
+    for (int s = 0; s < kS; ++s) {
+        // frames built once per size in every buffer; a send writes only the sequence number
+        std::vector<dma::BufferPool::Buffer> all;
+        for (dma::BufferPool::Buffer buf; pool.alloc(buf);) all.push_back(buf);
+        for (auto& buf : all)
+            nic::write_test_frame(reinterpret_cast<std::uint8_t*>(buf.data), kSizes[s], b.mac, a.mac(), 0);
+        for (auto& buf : all) pool.free(buf.index);
+        for (int k = 0; k < kB; ++k) {
+            Run& r = t.bard_tx[s][k];
+            const std::uint32_t len = kSizes[s], batch = kBatches[k];
+            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), gptc0 = a.device_stats().tx_packets;
+            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
+            Clock::time_point t0 = Clock::now();
+            std::uint64_t sent = 0;
+            while (sent < count) {
+                nic::Packet pkts[kMaxBatch];
+                std::uint32_t n = 0;
+                dma::BufferPool::Buffer buf;
+                while (n < batch && sent + n < count && pool.alloc(buf)) {
+                    auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
+                    std::uint64_t seq = sent + n;
+                    std::memcpy(d + nic::ETH_HEADER_LEN, &seq, sizeof seq);
+                    pkts[n++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
+                }
+                std::uint16_t took = a.tx_burst(0, std::span(pkts, n));
+                for (std::uint32_t i = took; i < n; ++i) nic::Igb::release(pkts[i]);
+                sent += took;
+            }
+            // done when the device has finished with every descriptor
+            while (a.tx_free_slots(0) + 1 < a.options().tx_ring && Clock::now() - t0 < std::chrono::seconds(30))
+                a.tx_reclaim(0);
+            Clock::time_point t1 = Clock::now();
+            a.tx_reclaim(0);
+            r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
+            r.ran = true;
+            r.received = sent;                             // taken by tx_burst, descriptors done
+            r.sent = a.device_stats().tx_packets - gptc0;  // what the device counted out (GPTC)
+            r.seconds = secs(t0, t1);
+            wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
+            r.valid = bench::if_counter(b.name, "rx_packets") - base;
+        }
+    }
+}
+
+// bardrive's receiver: rx_burst of up to `batch` on CPU 1. Polling, its CPU time is that of the polls
+// that found frames; with interrupts (b opened with them), an empty poll waits for the queue's MSI-X
+// and its CPU time is CPU 1's busy time, as for the kernel's receivers.
+Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
+    const bool irq = b.options().interrupts;
+    auto receive = [&](Run& run, const std::atomic<std::uint64_t>& target) {
+        std::uint64_t busy_ns = 0;
+        nic::Packet got[kMaxBatch];
+        Clock::time_point last = Clock::now();
+        while (run.received < target.load()) {
+            Clock::time_point p0 = Clock::now();
+            std::uint16_t n = b.rx_burst(0, std::span(got, batch));
+            if (n == 0) {
+                if (p0 - last > std::chrono::seconds(2)) break;
+                if (irq) b.wait_rx(0, 100);
+                continue;
+            }
+            for (std::uint16_t i = 0; i < n; ++i) {
+                run.valid += bench::is_pktgen_frame(got[i].data, got[i].len);
+                nic::Igb::release(got[i]);
+            }
+            run.received += n;
+            last = Clock::now();
+            busy_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(last - p0).count());
+        }
+        if (!irq) run.cpu = static_cast<double>(busy_ns) / 1e9;
+        return last;
+    };
+    return rx_with_pktgen(a.name, b.mac(), len, count, receive, kRecvCpu, !irq);
+}
+
+// Polling, then with interrupts (a second Igb on the same device: an interrupt per frame costs the
+// polling rows nothing).
+void bardrive_rx(Tables& t, const KernelPort& a, vfio::Device& dev, dma::IovaAllocator& iovas, dma::BufferPool& pool,
+                 std::uint64_t count) {
+    for (bool irq : {false, true}) {
+        nic::IgbOptions o;
+        o.interrupts = irq;
+        nic::Igb b(dev, iovas, pool, o);
+        // the vfio-pci handler that turns B's MSI-X into an eventfd wake-up runs on the receiver's CPU
+        if (irq) bench::pin_irqs("vfio-msix[0](" + dev.bdf().str() + ")", kRecvCpu);
+        for (int s = 0; s < kS; ++s)
+            for (int k = 0; k < kB; ++k)
+                (irq ? t.bard_rx_irq : t.bard_rx)[s][k] = bardrive_rx_run(a, b, kSizes[s], kBatches[k], count);
+    }
+}
+
+void use_vfio(const std::vector<pci::Bdf>& bdfs) {
+    vfio::BindOptions bo;
+    bo.force = true;
+    vfio::bind(vfio::Sysfs(), bdfs, bo);
+}
+
+void back_to_kernel(const pci::Bdf& bdf) {
+    vfio::unbind(vfio::Sysfs(), {bdf}, true, vfio::BindOptions{});
+    const std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
+    for (int i = 0; i < 200 && !std::filesystem::exists(net); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+std::string kpps(const Run& r) { return r.ran ? fmt("%.1f", r.kpps()) : "-"; }
+// A CPU time of 0: the soaker's noise swallowed the cost (shown as ~0, left out of the ratios).
+std::string ns(const Run& r) {
+    if (!r.ran || !r.received) return "-";
+    return r.cpu > 0 ? fmt("%.0f", r.ns_per_frame()) : "~0";
+}
+std::string counts(const Run& r) {
+    if (!r.ran) return "-";
+    return std::to_string(r.sent) + "/" + std::to_string(r.received) + "/" + std::to_string(r.valid);
+}
+std::string tx_counts(const Run& r) { return r.ran ? std::to_string(r.sent) + "/" + std::to_string(r.valid) : "-"; }
+std::string ratio(double num, double den) { return num > 0 && den > 0 ? fmt("%.2fx", num / den) : "-"; }
+
+// The best kernel figures of a row: the highest rate, the lowest CPU time per frame.
+void best_of(std::initializer_list<const Run*> runs, double& rate, double& cost) {
+    rate = 0;
+    cost = 0;
+    for (const Run* r : runs) {
+        rate = std::max(rate, r->kpps());
+        if (r->ran && r->received && r->cpu > 0 && (cost == 0 || r->ns_per_frame() < cost)) cost = r->ns_per_frame();
+    }
+}
+
+void print(const Tables& t, std::uint64_t count) {
+    std::printf("\n## RX alone on NIC B (sender: pktgen on NIC A, burst %u, about %llu frames per row)\n\n",
+                kSenderBurst, static_cast<unsigned long long>(count));
+    if (!t.xdp_note.empty()) std::printf("- XDP drop: SKIPPED (%s)\n", t.xdp_note.c_str());
+    if (!t.afxdp_note.empty()) std::printf("- AF_XDP copy mode: SKIPPED (%s)\n", t.afxdp_note.c_str());
+    std::printf("- AF_XDP zero-copy: %s\n\n", t.zc_note.empty() ? "offered by the guest's igb (zc column)"
+                                                                : ("not offered (" + t.zc_note + ")").c_str());
+    std::printf(
+        "| frame (wire) | batch | XDP drop kpps | AF_XDP copy kpps | AF_XDP zc kpps | bardrive poll kpps | bardrive "
+        "irq "
+        "kpps | rate vs best kernel: poll / irq | CPU ns/frame: XDP / AF_XDP / zc / poll / irq | CPU, best kernel / "
+        "bardrive: poll / irq | sent/received/pktgen frames: XDP; AF_XDP; zc; poll; irq |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|\n");
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            double rate = 0, cost = 0;
+            best_of({&t.xdp_drop[s], &t.afxdp[s][k], &t.afxdp_zc[s][k]}, rate, cost);
+            const Run &p = t.bard_rx[s][k], &n = t.bard_rx_irq[s][k];
+            std::printf(
+                "| %u | %u | %s | %s | %s | %s | %s | %s / %s | %s / %s / %s / %s / %s | %s / %s | %s; %s; %s; %s; %s "
+                "|\n",
+                kSizes[s] + 4, kBatches[k], kpps(t.xdp_drop[s]).c_str(), kpps(t.afxdp[s][k]).c_str(),
+                kpps(t.afxdp_zc[s][k]).c_str(), kpps(p).c_str(), kpps(n).c_str(), ratio(p.kpps(), rate).c_str(),
+                ratio(n.kpps(), rate).c_str(), ns(t.xdp_drop[s]).c_str(), ns(t.afxdp[s][k]).c_str(),
+                ns(t.afxdp_zc[s][k]).c_str(), ns(p).c_str(), ns(n).c_str(), ratio(cost, p.ns_per_frame()).c_str(),
+                ratio(cost, n.ns_per_frame()).c_str(), counts(t.xdp_drop[s]).c_str(), counts(t.afxdp[s][k]).c_str(),
+                counts(t.afxdp_zc[s][k]).c_str(), counts(p).c_str(), counts(n).c_str());
+        }
+    std::printf("\n## TX alone on NIC A (receiver: NIC B's igb dropping with XDP, %llu frames per row)\n\n",
+                static_cast<unsigned long long>(count));
+    if (t.trafficgen.ran)
+        std::printf(
+            "- xdp-trafficgen udp: %s kpps (%u-byte frames, %u on the wire; no size or batch knob; its time "
+            "includes loading its program), CPU %s ns/frame, sent/B received %s\n",
+            kpps(t.trafficgen).c_str(), t.trafficgen_len, t.trafficgen_len + 4, ns(t.trafficgen).c_str(),
+            tx_counts(t.trafficgen).c_str());
+    else
+        std::printf("- xdp-trafficgen udp: SKIPPED (%s)\n", t.trafficgen_note.c_str());
+    if (!t.xdp_tx_note.empty()) std::printf("- XDP live-frames TX: SKIPPED (%s)\n", t.xdp_tx_note.c_str());
+    std::printf(
+        "\n| frame (wire) | batch | pktgen kpps | XDP live-frames TX kpps | bardrive kpps | rate vs best kernel | CPU "
+        "ns/frame: pktgen / XDP / bardrive | CPU, best kernel / bardrive | sent/B received: pktgen; XDP; bardrive |\n"
+        "|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            double rate = 0, cost = 0;
+            best_of({&t.pktgen_tx[s][k], &t.xdp_tx[s][k]}, rate, cost);
+            const Run& b = t.bard_tx[s][k];
+            std::printf("| %u | %u | %s | %s | %s | %s | %s / %s / %s | %s | %s; %s; %s |\n", kSizes[s] + 4,
+                        kBatches[k], kpps(t.pktgen_tx[s][k]).c_str(), kpps(t.xdp_tx[s][k]).c_str(), kpps(b).c_str(),
+                        ratio(b.kpps(), rate).c_str(), ns(t.pktgen_tx[s][k]).c_str(), ns(t.xdp_tx[s][k]).c_str(),
+                        ns(b).c_str(), ratio(cost, b.ns_per_frame()).c_str(), tx_counts(t.pktgen_tx[s][k]).c_str(),
+                        tx_counts(t.xdp_tx[s][k]).c_str(), tx_counts(b).c_str());
+        }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 10000;
+    auto nics = bench::lab_nics();
+    if (nics.size() < 2 || !std::filesystem::exists("/sys/bus/pci/devices/" + nics[0].str() + "/net") ||
+        !std::filesystem::exists("/sys/bus/pci/devices/" + nics[1].str() + "/net")) {
+        std::fprintf(stderr,
+                     "nic-vs-xdp: SKIPPED: needs two igb NICs on one wire, both on the kernel's igb: run it in the lab "
+                     "(lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [FRAMES])\n");
+        return 77;
+    }
+    if (count == 0 || count > 1000000) {
+        std::fprintf(stderr, "nic-vs-xdp: FRAMES must be 1..1000000, not %s\n", argv[1]);
+        return 2;
+    }
+    if (!bench::pin_thread(kRecvCpu) || !bench::pin_thread(kSendCpu)) {
+        std::fprintf(stderr, "nic-vs-xdp: SKIPPED: needs 2 CPUs (a sender's and a receiver's)\n");
+        return 77;
+    }
+    if (!bench::Pktgen::load()) {
+        std::fprintf(stderr, "nic-vs-xdp: SKIPPED: cannot load pktgen, the common sender\n");
+        return 77;
+    }
+    // libxdp keeps its dispatcher state in bpffs
+    ::mkdir("/sys/fs/bpf", 0755);
+    ::mount("bpf", "/sys/fs/bpf", "bpf", 0, nullptr);
+    Tables t;
+    const pci::Bdf A = nics[0], B = nics[1];
+    {  // 1. the kernel on both NICs
+        KernelPort a(A), b(B);
+        if (!bench::set_channels(b.name, 1))
+            std::fprintf(stderr, "nic-vs-xdp: %s keeps its channels\n", b.name.c_str());
+        bench::wait_carrier(b.name);
+        bench::pin_irqs(a.name, kSendCpu);
+        bench::pin_irqs(b.name, kRecvCpu);
+        std::fprintf(stderr, "nic-vs-xdp: kernel RX on %s\n", b.name.c_str());
+        kernel_rx(t, a, b, count);
+        std::fprintf(stderr, "nic-vs-xdp: kernel TX on %s\n", a.name.c_str());
+        pid_t drop = xdp_drop(b.name);
+        kernel_tx(t, a, b, count);
+        stop(drop);
+    }
+    {  // 2. bardrive TX on A; B stays the kernel's, dropping with XDP
+        use_vfio({A});
+        KernelPort b(B);
+        pid_t drop = xdp_drop(b.name);
+        vfio::Domain domain;
+        auto dev = vfio::Device::open(domain, A);
+        dma::IovaAllocator iovas(domain);
+        dma::BufferPool pool(domain, iovas, 2048, 4096);
+        dma::BufferPool rx_pool(domain, iovas, 2048, 1024);
+        nic::Igb a(dev, iovas, rx_pool);
+        std::fprintf(stderr, "nic-vs-xdp: bardrive TX\n");
+        bardrive_tx(t, a, pool, b, count);
+        stop(drop);
+    }
+    {  // 3. bardrive RX on B; A back on the kernel's igb with pktgen
+        back_to_kernel(A);
+        use_vfio({B});
+        KernelPort a(A);
+        bench::pin_irqs(a.name, kSendCpu);
+        vfio::Domain domain;
+        auto dev = vfio::Device::open(domain, B);
+        dma::IovaAllocator iovas(domain);
+        dma::BufferPool pool(domain, iovas, 2048, 4096);
+        std::fprintf(stderr, "nic-vs-xdp: bardrive RX\n");
+        bardrive_rx(t, a, dev, iovas, pool, count);
+    }
+    print(t, count);
+    bool ok = true;
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k)
+            ok = ok && t.bard_rx[s][k].received == t.bard_rx[s][k].sent &&
+                 t.bard_rx[s][k].valid == t.bard_rx[s][k].sent && t.bard_tx[s][k].sent == count;
+    return ok ? 0 : 1;
+} catch (const bardrive::Error& e) {
+    std::fprintf(stderr, "nic-vs-xdp: error: %s\n", e.what());
+    return 2;
+}
