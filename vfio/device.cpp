@@ -35,9 +35,15 @@ const char* irq_name(IrqType t) {
 }
 }  // namespace
 
-Device Device::open(Domain& domain, const pci::Bdf& bdf) {
+Device Device::open(Domain& domain, const pci::Bdf& bdf) { return open_with(domain, bdf, nullptr); }
+
+Device Device::open(Domain& domain, const pci::Bdf& bdf, const VfToken& vf_token) {
+    return open_with(domain, bdf, &vf_token);
+}
+
+Device Device::open_with(Domain& domain, const pci::Bdf& bdf, const VfToken* vf_token) {
     Device d;
-    d.fd_ = domain.attach(bdf);
+    d.fd_ = domain.attach(bdf, vf_token);
     d.domain_ = &domain;
     d.bdf_ = bdf;
     vfio_device_info info{};
@@ -324,6 +330,21 @@ void Device::irq_action(std::uint32_t action, unsigned vector, const char* what)
 
 void Device::mask_irq(unsigned vector) const { irq_action(VFIO_IRQ_SET_ACTION_MASK, vector, "mask"); }
 void Device::unmask_irq(unsigned vector) const { irq_action(VFIO_IRQ_SET_ACTION_UNMASK, vector, "unmask"); }
+
+void Device::set_vf_token(const VfToken& token) const {
+    alignas(vfio_device_feature) std::uint8_t buf[sizeof(vfio_device_feature) + 16] = {};
+    auto* f = reinterpret_cast<vfio_device_feature*>(buf);
+    f->argsz = sizeof buf;
+    f->flags = VFIO_DEVICE_FEATURE_SET | VFIO_DEVICE_FEATURE_PCI_VF_TOKEN;
+    std::memcpy(f->data, token.bytes().data(), 16);
+    if (::ioctl(fd_.get(), VFIO_DEVICE_FEATURE, f) != 0) {
+        int err = errno;
+        throw Error::from_errno("set the VF token of", bdf_.str(), err,
+                                err == EINVAL || err == ENOTTY
+                                    ? "only a PF with SR-IOV, bound to vfio-pci (enable_sriov=1), takes a VF token"
+                                    : "");
+    }
+}
 
 void Device::reset() const {
     if (!can_reset_)

@@ -55,12 +55,19 @@ struct IrqInfo {
 class Device {
 public:
     static Device open(Domain& domain, const pci::Bdf& bdf);
+    // A VF whose PF is bound to vfio-pci: vfio-pci opens it only with the token its PF's owner set
+    // (set_vf_token); a missing or different token is refused with a clear error.
+    static Device open(Domain& domain, const pci::Bdf& bdf, const VfToken& vf_token);
 
     Device(Device&& o) noexcept;
     Device& operator=(Device&& o) noexcept;
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     ~Device();
+
+    // On a PF bound to vfio-pci with SR-IOV: the token the owners of its VFs must present (vfio-pci
+    // needs enable_sriov=1 to enable VFs of a PF it drives). Throws bardrive::Error with the kernel's errno.
+    void set_vf_token(const VfToken& token) const;
 
     const pci::Bdf& bdf() const noexcept { return bdf_; }
     Domain& domain() const noexcept { return *domain_; }
@@ -94,6 +101,7 @@ public:
 
 private:
     Device() = default;
+    static Device open_with(Domain& domain, const pci::Bdf& bdf, const VfToken* vf_token);
     void config_access(bool write, std::uint32_t offset, void* buf, std::size_t len) const;
     void irq_action(std::uint32_t action, unsigned vector, const char* what) const;
 

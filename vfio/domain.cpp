@@ -177,11 +177,24 @@ void Domain::unmap(std::uint64_t iova, std::size_t size) {
     maps.erase(it);
 }
 
-UniqueFd Domain::attach(const pci::Bdf& bdf) {
+namespace detail {
+const char* vf_token_hint(int err, const VfToken* vf_token) noexcept {
+    // vfio-pci's own rules (vfio_pci_validate_vf_token): EACCES for a VF of a PF it drives without the
+    // PF's token, EINVAL for a token where none is asked.
+    if (err == EACCES)
+        return vf_token ? "vfio-pci refused this VF token: it is not the one the PF's owner set"
+                        : "a VF whose PF is bound to vfio-pci opens only with the PF owner's VF token: pass it";
+    if (err == EINVAL && vf_token)
+        return "vfio-pci takes a VF token only for a VF whose PF it drives: open this device without one";
+    return "";
+}
+}  // namespace detail
+
+UniqueFd Domain::attach(const pci::Bdf& bdf, const VfToken* vf_token) {
     auto& devs = state_->devices;
     if (devs.count(bdf))
         throw Error("open device", bdf.str(), "already open in this domain", "use the vfio::Device you have");
-    UniqueFd fd = impl_->attach(bdf);
+    UniqueFd fd = impl_->attach(bdf, vf_token);
     devs.insert(bdf);
     return fd;
 }

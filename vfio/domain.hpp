@@ -9,6 +9,7 @@
 
 #include "../core/fd.hpp"
 #include "../pci/bdf.hpp"
+#include "vf_token.hpp"
 
 namespace bardrive::vfio {
 
@@ -74,7 +75,7 @@ public:
 
 private:
     friend class Device;
-    UniqueFd attach(const pci::Bdf& bdf);  // the device's fd; its group joins this domain
+    UniqueFd attach(const pci::Bdf& bdf, const VfToken* vf_token);  // the device's fd; its group joins this domain
     void detach(const pci::Bdf& bdf) noexcept;
 
     std::unique_ptr<detail::DomainBackend> impl_;

@@ -19,6 +19,16 @@ namespace {
 
 constexpr const char* iommu_path = "/dev/iommu";
 
+// VFIO_DEVICE_BIND_IOMMUFD with a VF token (Linux 6.17: VFIO_DEVICE_BIND_FLAG_TOKEN); older headers lack it.
+constexpr std::uint32_t bind_flag_token = 1u << 0;
+struct BindWithToken {
+    std::uint32_t argsz, flags;
+    std::int32_t iommufd;
+    std::uint32_t out_devid;
+    std::uint64_t token_uuid_ptr;
+};
+static_assert(sizeof(vfio_device_bind_iommufd) <= sizeof(BindWithToken));
+
 class Iommufd final : public DomainBackend {
 public:
     Iommufd() {
@@ -43,7 +53,7 @@ public:
     const std::vector<IovaRange>& iova_ranges() const noexcept override { return ranges_; }
     std::uint64_t page_sizes() const noexcept override { return page_sizes_; }
 
-    UniqueFd attach(const pci::Bdf& bdf) override {
+    UniqueFd attach(const pci::Bdf& bdf, const VfToken* vf_token) override {
         Sysfs sys;
         unsigned group = check_openable(sys, bdf);
         std::string cdev = cdev_path(sys, bdf);
@@ -55,14 +65,21 @@ public:
                                     : err == EBUSY                ? "the device is already open elsewhere"
                                                                   : "");
         }
-        vfio_device_bind_iommufd bind{};
-        bind.argsz = sizeof bind;
+        BindWithToken bind{};
+        bind.argsz = vf_token ? sizeof bind : sizeof(vfio_device_bind_iommufd);
+        bind.flags = vf_token ? bind_flag_token : 0;
         bind.iommufd = iommufd_.get();
+        if (vf_token) bind.token_uuid_ptr = reinterpret_cast<std::uintptr_t>(vf_token->bytes().data());
         if (::ioctl(dev.get(), VFIO_DEVICE_BIND_IOMMUFD, &bind) != 0) {
             int err = errno;
             // iommufd claims DMA ownership of the whole group: a member with a kernel driver refuses it.
             if (err == EBUSY) throw group_not_viable(sys, group);
-            throw Error::from_errno("bind to iommufd", cdev, err);
+            // Before Linux 6.17 the bind has no flags and refuses the token flag (EINVAL).
+            if (err == EINVAL && vf_token)
+                throw Error::from_errno("bind to iommufd with a VF token", cdev, err,
+                                        "this kernel's iommufd path may take no VF token (Linux 6.17 added it): "
+                                        "open the VF through its group (BARDRIVE_IOMMU=type1)");
+            throw Error::from_errno("bind to iommufd", cdev, err, vf_token_hint(err, vf_token));
         }
         vfio_device_attach_iommufd_pt pt{};
         pt.argsz = sizeof pt;

@@ -72,16 +72,18 @@ public:
     const std::vector<IovaRange>& iova_ranges() const noexcept override { return ranges_; }
     std::uint64_t page_sizes() const noexcept override { return page_sizes_; }
 
-    UniqueFd attach(const pci::Bdf& bdf) override {
+    UniqueFd attach(const pci::Bdf& bdf, const VfToken* vf_token) override {
         Sysfs sys;
         unsigned group = check_openable(sys, bdf);
         int group_fd = join_group(sys, group);
-        std::string name = bdf.str();
+        // The group path takes a VF token in the device's name.
+        std::string name = bdf.str() + (vf_token ? " vf_token=" + vf_token->text() : "");
         UniqueFd dev(::ioctl(group_fd, VFIO_GROUP_GET_DEVICE_FD, name.c_str()));
         if (!dev) {
             int err = errno;
-            throw Error::from_errno("get device fd of", name + " in group " + std::to_string(group), err,
-                                    err == EBUSY ? "the device is already open elsewhere" : "");
+            throw Error::from_errno(
+                "get device fd of", bdf.str() + " in group " + std::to_string(group), err,
+                err == EBUSY ? "the device is already open elsewhere" : vf_token_hint(err, vf_token));
         }
         // iommufd's compat container attaches a device to its IOAS only when the device fd is opened:
         // before that it reports the whole 64-bit space, which the IOMMU then refuses (EINVAL) above its
