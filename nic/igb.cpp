@@ -1,6 +1,7 @@
 #include "nic/igb.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -39,11 +40,15 @@ std::uint32_t rx_buffer_kib(const dma::BufferPool& pool) {
 }  // namespace
 
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& o)
+    : Igb(device, iovas, std::array<dma::BufferPool*, 1>{&rx_pool}, o) {}
+
+Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools,
+         const IgbOptions& o)
     : dev_(&device), options_(o) {
-    check_options(o, &rx_pool);
+    check_options(o, rx_pools);
     check_identity();
     try {
-        init(o, iovas, &rx_pool);
+        init(o, iovas, rx_pools);
     } catch (...) {
         stop();  // a half-initialised device must not keep DMA going into memory about to be freed
         throw;
@@ -51,17 +56,17 @@ Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_po
 }
 
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, const IgbOptions& o) : dev_(&device), options_(o) {
-    check_options(o, nullptr);
+    check_options(o, {});
     check_identity();
     try {
-        init(o, iovas, nullptr);
+        init(o, iovas, {});
     } catch (...) {
         stop();
         throw;
     }
 }
 
-void Igb::check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) const {
+void Igb::check_options(const IgbOptions& o, std::span<dma::BufferPool* const> rx_pools) const {
     const std::string who = dev_->bdf().str();
     if (o.rx_queues < 1 || o.rx_queues > igb::MAX_QUEUES || o.tx_queues < 1 || o.tx_queues > igb::MAX_QUEUES) {
         throw Error("configure igb", who,
@@ -91,25 +96,35 @@ void Igb::check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) con
         throw Error("configure igb", who, "rx_buffer_bytes/rx_header_bytes set without external_queues",
                     "the driver's own rings take their buffer size from the pool");
     }
-    if (rx_pool == nullptr) {
+    if (rx_pools.empty() || std::find(rx_pools.begin(), rx_pools.end(), nullptr) != rx_pools.end()) {
         throw Error("configure igb", who, "no receive buffer pool", "pass a dma::BufferPool or use external_queues");
+    }
+    if (rx_pools.size() != 1 && rx_pools.size() != o.rx_queues) {
+        throw Error("configure igb", who,
+                    log::concat(rx_pools.size(), " receive pools for ", o.rx_queues, " rx queues"),
+                    "pass one pool for all queues or one per queue");
     }
     // Every frame in one buffer (no chains to hand out): SRRCTL.BSIZEPACKET counts whole KiB.
     std::uint32_t need = std::max<std::uint32_t>(2048, o.max_frame);
-    if (rx_buffer_kib(*rx_pool) * 1024 < need) {
-        throw Error("configure igb", who, log::concat("pool buffers of ", rx_pool->buffer_size(), " bytes"),
-                    log::concat("receive buffers must hold at least ", (need + 1023) / 1024 * 1024, " bytes (a ",
-                                o.max_frame, "-byte frame in one buffer, in whole KiB)"));
-    }
-    std::uint32_t ring_bufs = o.rx_queues * (o.rx_ring - 1);
-    if (rx_pool->available() < ring_bufs) {
-        throw Error("configure igb", who,
-                    log::concat("the pool has ", rx_pool->available(), " free buffers, the RX rings need ", ring_bufs),
-                    "make the pool larger or the rings smaller");
+    for (const dma::BufferPool* pool : rx_pools) {
+        if (rx_buffer_kib(*pool) * 1024 < need) {
+            throw Error("configure igb", who, log::concat("pool buffers of ", pool->buffer_size(), " bytes"),
+                        log::concat("receive buffers must hold at least ", (need + 1023) / 1024 * 1024, " bytes (a ",
+                                    o.max_frame, "-byte frame in one buffer, in whole KiB)"));
+        }
+        // A pool filling several rings (shared, or passed twice) must hold all of them.
+        std::size_t rings = rx_pools.size() == 1 ? o.rx_queues : std::count(rx_pools.begin(), rx_pools.end(), pool);
+        std::size_t ring_bufs = rings * (o.rx_ring - 1);
+        if (pool->available() < ring_bufs) {
+            throw Error("configure igb", who,
+                        log::concat("a pool has ", pool->available(), " free buffers, the ", rings,
+                                    " RX ring(s) it fills need ", ring_bufs),
+                        "make the pool larger or the rings smaller");
+        }
     }
 }
 
-void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* rx_pool) {
+void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools) {
     vfio::Device& device = *dev_;
     const std::string who = device.bdf().str();
     bar0_ = device.map_bar(0);
@@ -136,7 +151,7 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* 
     ring_mapping_ = dma::Mapping::map(device.domain(), iovas, ring_memory_);
 
     if (o.external_queues) headers_ = ring_memory_.data() + o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
-    setup_rx(o, rx_pool);
+    setup_rx(o, rx_pools);
     setup_tx(o);
     if (o.interrupts) setup_interrupts(o);
     log::info("igb ", who, ": up, MAC ", mac_.str(), ", ", link_speed_mbps(), " Mb/s, ", o.rx_queues, " rx / ",
@@ -162,26 +177,25 @@ void Igb::check_identity() const {
 }
 
 // 4.5.9 (receive initialization).
-void Igb::setup_rx(const IgbOptions& o, dma::BufferPool* pool) {
+void Igb::setup_rx(const IgbOptions& o, std::span<dma::BufferPool* const> pools) {
     bar0_.write32(igb::RCTL, 0);
     for (unsigned i = 0; i < igb::MTA_REGS; ++i) bar0_.write32(igb::MTA(i), 0);
     for (unsigned i = 1; i < 16; ++i) {  // only our own address in the exact filters
         bar0_.write32(igb::RAL(i), 0);
         bar0_.write32(igb::RAH(i), 0);
     }
-    std::uint32_t kib = o.external_queues ? o.rx_buffer_bytes / 1024 : rx_buffer_kib(*pool);
-    std::uint32_t srrctl = kib | igb::srrctl::DROP_EN;
-    if (o.rx_header_bytes > 0) {
-        srrctl |= (o.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT | igb::srrctl::DESCTYPE_HDR_SPLIT_ALWAYS;
-    } else {
-        srrctl |= igb::srrctl::DESCTYPE_ADV_ONEBUF;
-    }
+    std::uint32_t split = o.rx_header_bytes > 0 ? (o.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT |
+                                                      igb::srrctl::DESCTYPE_HDR_SPLIT_ALWAYS
+                                                : igb::srrctl::DESCTYPE_ADV_ONEBUF;
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     rx_.reserve(o.rx_queues);
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
+        dma::BufferPool* pool = o.external_queues ? nullptr : pools[pools.size() == 1 ? 0 : q];
+        std::uint32_t kib = pool ? rx_buffer_kib(*pool) : o.rx_buffer_bytes / 1024;
+        std::uint32_t srrctl = kib | igb::srrctl::DROP_EN | split;
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
-        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), o.external_queues ? nullptr : pool,
+        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), pool,
                               std::min<std::uint32_t>(kRefillBatch, o.rx_ring / 4), 0, 0, 0, descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::RDBAH(q), static_cast<std::uint32_t>(iova >> 32));

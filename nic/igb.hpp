@@ -52,10 +52,9 @@ struct IgbOptions {
 // Taking over: the constructor checks the device (vendor/device ID, BAR 0), enables bus mastering,
 // resets it, brings the link up (throws after link_timeout_ms), reads the MAC address, sets up the
 // rings (descriptor memory from dma::Memory, mapped through `iovas` into the device's domain), fills
-// every RX ring with buffers from `rx_pool` and enables RX and TX. Errors are bardrive::Error naming
-// the device and the step.
-// Data path (never throws or allocates; one thread per queue, and one thread for all queues whose
-// buffers share a dma::BufferPool, which is not thread-safe):
+// every RX ring with buffers from `rx_pool` (or its queue's pool of `rx_pools`) and enables RX and TX. Errors are
+// bardrive::Error naming the device and the step. Data path (never throws or allocates; one thread per queue, and one
+// thread for all queues whose buffers share a dma::BufferPool, which is not thread-safe):
 // - rx_burst(q, out): up to out.size() frames; refills the ring from the pool; one RDT write per call.
 //   The frames' buffers belong to the caller until it gives them back (release(), or tx_burst).
 // - tx_burst(q, pkts): queues frames in order, one TDT write per call; returns how many it took (the
@@ -66,6 +65,10 @@ struct IgbOptions {
 class Igb {
 public:
     Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_pool, const IgbOptions& options = {});
+    // One pool per RX queue (rx_pools.size() == options.rx_queues; a single pool is shared by all): a
+    // thread per queue then refills and releases without a lock (RSS with a thread per queue).
+    Igb(vfio::Device& device, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools,
+        const IgbOptions& options);
     // For options.external_queues: no receive pool.
     Igb(vfio::Device& device, dma::IovaAllocator& iovas, const IgbOptions& options);
     ~Igb();
@@ -135,9 +138,9 @@ private:
     };
 
     void check_identity() const;
-    void check_options(const IgbOptions& o, const dma::BufferPool* rx_pool) const;
-    void init(const IgbOptions& o, dma::IovaAllocator& iovas, dma::BufferPool* rx_pool);
-    void setup_rx(const IgbOptions& o, dma::BufferPool* pool);
+    void check_options(const IgbOptions& o, std::span<dma::BufferPool* const> rx_pools) const;
+    void init(const IgbOptions& o, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools);
+    void setup_rx(const IgbOptions& o, std::span<dma::BufferPool* const> pools);
     void setup_tx(const IgbOptions& o);
     void setup_interrupts(const IgbOptions& o);
     void refill(RxQueue& q) noexcept;

@@ -108,26 +108,6 @@ int main(int argc, char** argv) try {
                      "0000:03:00.0 -- igb-pps [FRAMES])\n");
         return 77;
     }
-    // `igb-pps FRAMES cost SIZE BATCH`: bardrive alone on NICs already bound (--bind all), for
-    // valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*Igb::rx_burst*' (and tx_burst):
-    // the driver's instructions per packet.
-    if (argc > 4 && std::string(argv[2]) == "cost") {
-        vfio::Domain domain;
-        auto a_dev = vfio::Device::open(domain, nics[0]);
-        auto b_dev = vfio::Device::open(domain, nics[1]);
-        dma::IovaAllocator iovas(domain);
-        dma::BufferPool pool(domain, iovas, 2048, 4096);
-        nic::Igb a(a_dev, iovas, pool), b(b_dev, iovas, pool);
-        auto len = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 0));
-        auto batch = static_cast<std::uint32_t>(std::strtoul(argv[4], nullptr, 0));
-        Result r = run_bardrive(a, b, pool, len, std::min<std::uint32_t>(batch, kMaxBatch), count);
-        std::printf(
-            "igb-pps cost: %llu frames of %u bytes, batch %u: received %llu, rx doorbells %llu, tx doorbells %llu\n",
-            static_cast<unsigned long long>(count), len, batch, static_cast<unsigned long long>(r.in_order),
-            static_cast<unsigned long long>(b.rx_stats(0).doorbells),
-            static_cast<unsigned long long>(a.tx_stats(0).doorbells));
-        return r.in_order == count ? 0 : 1;
-    }
     const std::uint32_t sizes[] = {60, 508, 1496};  // 64, 512 and 1500 bytes on the wire with the CRC
     const std::uint32_t batches[] = {1, 4, 16, 32, 64};
     struct Row {

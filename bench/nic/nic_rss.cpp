@@ -6,8 +6,7 @@
 // programs), so every frame is accounted for per queue: sent to queue q = received on q + the drops the
 // driver counted on q, and each received frame must sit in the queue its hash names. The sender keeps
 // at most 256 frames in flight (QEMU's igb drops silently, uncounted, what finds no free descriptor).
-// The RX queues share one dma::BufferPool (Igb takes one), which is not thread-safe: each thread takes a
-// lock around its rx_burst (which refills from the pool) and the release of its previous batch.
+// Each RX queue refills from its own dma::BufferPool (Igb's per-queue pools), so the threads share no lock.
 
 #include <arpa/inet.h>
 
@@ -19,7 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,10 +115,15 @@ struct RunResult {
 
 RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma::BufferPool& tx_pool,
               vfio::Device& b_dev, unsigned queues, std::uint64_t count, unsigned flows) {
-    dma::BufferPool rx_pool(domain, iovas, 2048, 512 * queues + 1024);
+    std::vector<std::unique_ptr<dma::BufferPool>> rx_pools;
+    std::vector<dma::BufferPool*> pool_ptrs;
+    for (unsigned q = 0; q < queues; ++q) {
+        rx_pools.push_back(std::make_unique<dma::BufferPool>(domain, iovas, 2048, 1024));
+        pool_ptrs.push_back(rx_pools.back().get());
+    }
     nic::IgbOptions o;
     o.rx_queues = static_cast<std::uint16_t>(queues);
-    nic::Igb b(b_dev, iovas, rx_pool, o);
+    nic::Igb b(b_dev, iovas, std::span<dma::BufferPool* const>(pool_ptrs), o);
     RunResult r;
     r.queues = queues;
     r.q.resize(queues);
@@ -133,7 +136,6 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
                       nic::rss_hash_ipv4(kSrcIp, kDstIp, static_cast<std::uint16_t>(kSrcPort0 + f), kDstPort), queues);
         ++r.q[flow_queue[f]].flows;
     }
-    std::mutex pool_lock;
     std::atomic<std::uint64_t> received{0};
     std::atomic<bool> sending{true};
     std::atomic<std::int64_t> last_ns{0};
@@ -146,11 +148,8 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
             std::uint16_t n = 0;
             Clock::time_point idle = Clock::now();
             for (;;) {
-                {
-                    std::lock_guard<std::mutex> g(pool_lock);
-                    for (std::uint16_t i = 0; i < n; ++i) nic::Igb::release(got[i]);
-                    n = b.rx_burst(static_cast<std::uint16_t>(q), got);
-                }
+                for (std::uint16_t i = 0; i < n; ++i) nic::Igb::release(got[i]);
+                n = b.rx_burst(static_cast<std::uint16_t>(q), got);
                 Clock::time_point now = Clock::now();
                 if (n == 0) {
                     bool done = !sending.load() && received.load() >= r.sent;
@@ -171,7 +170,6 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
                 received += n;
                 last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0).count();
             }
-            std::lock_guard<std::mutex> g(pool_lock);
             for (std::uint16_t i = 0; i < n; ++i) nic::Igb::release(got[i]);
         });
     bench::pin_thread(0);

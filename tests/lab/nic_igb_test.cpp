@@ -153,13 +153,20 @@ TEST_CASE("igb: four TX queues interleave onto one wire, in order per batch") {
     for (std::uint16_t q = 0; q < 4; ++q) CHECK(a.tx_stats(q).packets == n / 4);
 }
 
-TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, nothing lost") {
+TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, each queue refilled from its own pool") {
     Bed bed;
     IgbOptions o;
     o.rx_queues = 2;
     o.rx_ring = 256;
     Igb a(*bed.a, *bed.iovas, *bed.pool);
-    Igb b(*bed.b, *bed.iovas, *bed.pool, o);
+    // One pool per queue: what lets a thread per queue run without a lock.
+    dma::BufferPool q0(*bed.domain, *bed.iovas, 2048, 512), q1(*bed.domain, *bed.iovas, 2048, 512);
+    dma::BufferPool* three[] = {&q0, &q1, bed.pool.get()};
+    CHECK_THROWS_WITH(Igb(*bed.b, *bed.iovas, std::span(three), o),
+                      Catch::Matchers::ContainsSubstring("3 receive pools for 2 rx queues"));
+    dma::BufferPool* pools[] = {&q0, &q1};
+    Igb b(*bed.b, *bed.iovas, std::span(pools), o);
+    std::uint32_t wrong_pool = 0;
     const std::uint32_t n = 200, len = 100;
     std::uint32_t sent = 0, got[2] = {0, 0};
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -189,7 +196,10 @@ TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, nothing lost") {
             Packet rx[16];
             std::uint16_t k = b.rx_burst(q, rx);
             got[q] += k;
-            for (std::uint16_t i = 0; i < k; ++i) Igb::release(rx[i]);
+            for (std::uint16_t i = 0; i < k; ++i) {
+                wrong_pool += rx[i].pool != pools[q];
+                Igb::release(rx[i]);
+            }
         }
         a.tx_reclaim(0);
     }
@@ -198,6 +208,7 @@ TEST_CASE("igb: two RX queues, RSS spreads UDP flows over both, nothing lost") {
     CHECK(got[0] > 0);
     CHECK(got[1] > 0);
     CHECK(b.rx_stats(0).packets + b.rx_stats(1).packets == n);
+    CHECK(wrong_pool == 0);
 }
 
 TEST_CASE("igb: MAC loopback returns frames to the sender and nothing reaches the wire") {
