@@ -75,6 +75,10 @@ void Igb::check_options(const IgbOptions& o, std::span<dma::BufferPool* const> r
     }
     check_ring_size(o.rx_ring, "rx ring");
     check_ring_size(o.tx_ring, "tx ring");
+    if (o.interrupt_interval_us > igb::eitr::INTERVAL_MAX_US) {
+        throw Error("configure igb", who, log::concat("interrupt_interval_us ", o.interrupt_interval_us),
+                    log::concat("EITR holds 0 to ", igb::eitr::INTERVAL_MAX_US, " microseconds"));
+    }
     if (o.max_frame < ETH_MIN_FRAME || o.max_frame > kLongestFrame) {
         throw Error("configure igb", who, log::concat("max_frame ", o.max_frame),
                     log::concat("the 82576 takes frames of ", ETH_MIN_FRAME, " to ", kLongestFrame,
@@ -300,13 +304,13 @@ void Igb::setup_interrupts(const IgbOptions& o) {
         ivar &= ~(0xffu << igb::ivar_rx_shift(q));
         ivar |= (igb::IVAR_VALID | q) << igb::ivar_rx_shift(q);
         bar0_.write32(igb::IVAR(igb::ivar_index(q)), ivar);
-        bar0_.write32(igb::EITR(q), 0);  // no throttling: every completion may interrupt
+        bar0_.write32(igb::EITR(q), o.interrupt_interval_us << igb::eitr::INTERVAL_SHIFT);
         mask |= 1u << q;
     }
     // Link changes (ICR.LSC, an "other" cause) raise the vector after the RX ones; poll_link re-arms it.
     const unsigned link = o.rx_queues;
     bar0_.write32(igb::IVAR_MISC, (igb::IVAR_VALID | link) << igb::IVAR_MISC_OTHER_SHIFT);
-    bar0_.write32(igb::EITR(link), 0);
+    bar0_.write32(igb::EITR(link), 0);  // link changes are rare: never held back
     mask |= 1u << link;
     bar0_.write32(igb::ICR, ~0u);  // the LSC of init's link-up: a cause left set would hide the next one
     bar0_.write32(igb::IMS, igb::icr::LSC);

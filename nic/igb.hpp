@@ -28,8 +28,12 @@ struct IgbOptions {
     bool promiscuous = false;  // accept every unicast and multicast frame
     bool broadcast = true;     // accept broadcast frames (RCTL.BAM)
     Loopback loopback = Loopback::none;
-    bool interrupts = false;     // MSI-X: RX queue q raises vector q (wait_rx), link changes vector rx_queues
-                                 // (link_fd); otherwise poll only
+    bool interrupts = false;  // MSI-X: RX queue q raises vector q (wait_rx), link changes vector rx_queues
+                              // (link_fd); otherwise poll only
+    // Interrupt moderation (EITR, 8.8.12): at most one RX interrupt per queue every this many microseconds
+    // (0: every completion may interrupt; up to 8191). Frames that land in between wait for the next one,
+    // as the kernel's igb moderates (its default is about 160 us).
+    std::uint32_t interrupt_interval_us = 0;
     int link_timeout_ms = 5000;  // how long init waits for link up before it throws
     // Longest frame sent or accepted, without CRC: 1514 (1500-byte MTU) up to 9728 - 4 (the 82576's
     // 9.5 KB); above 1514 the device accepts long packets (RCTL.LPE, RLPML). Every frame lands in one

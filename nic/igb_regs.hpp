@@ -70,9 +70,13 @@ inline constexpr Reg EIAC = 0x152C;                                  // extended
 inline constexpr Reg EIAM = 0x1530;                                  // extended interrupt auto mask
 inline constexpr Reg EICR = 0x1580;                                  // extended interrupt cause read
 constexpr Reg EITR(unsigned vector) { return 0x1680 + 4 * vector; }  // throttling per MSI-X vector
-constexpr Reg IVAR(unsigned n) { return 0x1700 + 4 * n; }            // queue -> vector allocation
-inline constexpr Reg IVAR_MISC = 0x1740;                             // "other causes" -> vector
-inline constexpr unsigned IVAR_MISC_OTHER_SHIFT = 8;  // IVAR_MISC bits 15:8: the vector of other causes (LSC ...)
+namespace eitr {
+constexpr std::uint32_t INTERVAL_SHIFT = 2;  // bits 14:2, in microseconds
+constexpr std::uint32_t INTERVAL_MAX_US = 0x1fff;
+}  // namespace eitr
+constexpr Reg IVAR(unsigned n) { return 0x1700 + 4 * n; }  // queue -> vector allocation
+inline constexpr Reg IVAR_MISC = 0x1740;                   // "other causes" -> vector
+inline constexpr unsigned IVAR_MISC_OTHER_SHIFT = 8;       // IVAR_MISC bits 15:8: the vector of other causes (LSC ...)
 
 namespace icr {
 inline constexpr std::uint32_t LSC = 1u << 2;  // link status change (ICR/ICS/IMS bit 2, 82574 too)
