@@ -9,81 +9,26 @@
 #include <valgrind/callgrind.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/nic/igb_a_to_b.hpp"
+#include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "nic/igb.hpp"
-#include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 
 using namespace bardrive;
-using Clock = std::chrono::steady_clock;
 
-namespace {
-
-constexpr std::uint32_t kMaxBatch = 64;
 constexpr std::uint32_t kIdlePolls = 1000;
 
-struct Counts {
-    std::uint64_t received = 0, in_order = 0, rx_polls = 0, empty_polls = 0, tx_bursts = 0;
-};
-
-Counts run(nic::Igb& a, nic::Igb& b, dma::BufferPool& pool, std::uint32_t len, std::uint32_t batch,
-           std::uint64_t count) {
-    Counts c;
-    std::uint64_t sent = 0;
-    auto last = Clock::now();
-    while (c.received < count) {
-        if (sent < count && sent - c.received < 256) {  // at most 256 frames in flight
-            nic::Packet pkts[kMaxBatch];
-            std::uint32_t k = 0;
-            dma::BufferPool::Buffer buf;
-            while (k < batch && sent + k < count && pool.alloc(buf)) {
-                auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
-                nic::write_test_frame(d, len, b.mac(), a.mac(), sent + k);
-                pkts[k++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
-            }
-            std::uint16_t took = a.tx_burst(0, std::span(pkts, k));
-            ++c.tx_bursts;
-            for (std::uint32_t i = took; i < k; ++i) nic::Igb::release(pkts[i]);
-            sent += took;
-        }
-        nic::Packet got[kMaxBatch];
-        std::uint16_t n = b.rx_burst(0, std::span(got, batch));
-        ++c.rx_polls;
-        if (n == 0) ++c.empty_polls;
-        for (std::uint16_t i = 0; i < n; ++i) {
-            auto seq = nic::check_test_frame(got[i].data, got[i].len);
-            if (seq && *seq == c.received) ++c.in_order;
-            ++c.received;
-            nic::Igb::release(got[i]);
-        }
-        auto now = Clock::now();
-        if (n) last = now;
-        if (now - last > std::chrono::seconds(2)) break;
-    }
-    return c;
-}
-
-std::vector<pci::Bdf> lab_nics() {
-    std::vector<pci::Bdf> out;
-    std::istringstream in(std::getenv("BARDRIVE_LAB_NICS") ? std::getenv("BARDRIVE_LAB_NICS") : "");
-    for (std::string w; in >> w;) out.push_back(pci::Bdf::parse(w));
-    return out;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) try {
-    auto nics = lab_nics();
+    auto nics = bench::lab_nics();
     if (nics.size() < 2) {
         std::fprintf(stderr,
                      "igb-cost: needs two igb NICs on one wire bound to vfio-pci: run it in the lab "
@@ -92,14 +37,14 @@ int main(int argc, char** argv) try {
     }
     if (argc != 4) {
         std::fprintf(stderr, "usage: igb-cost FRAMES SIZE BATCH (SIZE 60..1514 bytes without CRC, BATCH 1..%u)\n",
-                     kMaxBatch);
+                     bench::kMaxIgbBatch);
         return 2;
     }
     std::uint64_t count = std::strtoull(argv[1], nullptr, 0);
     auto len = static_cast<std::uint32_t>(std::strtoul(argv[2], nullptr, 0));
     auto batch = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 0));
-    if (count == 0 || len < nic::ETH_MIN_FRAME || len > 1514 || batch < 1 || batch > kMaxBatch) {
-        std::fprintf(stderr, "igb-cost: FRAMES > 0, SIZE 60..1514, BATCH 1..%u\n", kMaxBatch);
+    if (count == 0 || len < nic::ETH_MIN_FRAME || len > 1514 || batch < 1 || batch > bench::kMaxIgbBatch) {
+        std::fprintf(stderr, "igb-cost: FRAMES > 0, SIZE 60..1514, BATCH 1..%u\n", bench::kMaxIgbBatch);
         return 2;
     }
     vfio::Domain domain;
@@ -110,10 +55,9 @@ int main(int argc, char** argv) try {
     nic::Igb a(a_dev, iovas, pool), b(b_dev, iovas, pool);
 
     CALLGRIND_ZERO_STATS;
-    Counts c = run(a, b, pool, len, batch, count);
-    a.tx_reclaim(0);
+    bench::FrameRun c = bench::igb_a_to_b(a, b, pool, len, batch, batch, count);
     CALLGRIND_DUMP_STATS_AT("traffic");
-    nic::Packet got[kMaxBatch];
+    nic::Packet got[bench::kMaxIgbBatch];
     std::uint64_t stray = 0;
     for (std::uint32_t i = 0; i < kIdlePolls; ++i) {
         std::uint16_t n = b.rx_burst(0, std::span(got, batch));

@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/nic/igb_a_to_b.hpp"
 #include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "nic/igb.hpp"
-#include "nic/test_frame.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -35,21 +35,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Result {
-    std::uint64_t received = 0;
-    std::uint64_t in_order = 0;
-    double seconds = 0;
-    double pps() const { return seconds > 0 ? static_cast<double>(received) / seconds : 0; }
-};
-
-constexpr int kMaxBatch = 64;
-
 // The kernel's own packet generator (pktgen: in-kernel, `burst` = batch through igb's xmit_more path) on
 // A. Its rate is the one pktgen reports for the run; B's igb driver counts what arrived, read once the
 // run is over (reading it during the run would steal the guest's CPUs from the kernel). Returns an
 // empty result when pktgen cannot be driven.
-Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
-    Result r;
+bench::FrameRun run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
+    bench::FrameRun r;
     auto rx_packets = [&] { return bench::if_counter(b.name, "rx_packets"); };
     const std::uint64_t rx0 = rx_packets();
     double pps = bench::Pktgen::send(a.name, b.mac, len, batch, count);
@@ -58,42 +49,6 @@ Result run_pktgen(KernelPort& a, KernelPort& b, std::uint32_t len, std::uint32_t
     while (rx_packets() - rx0 < count && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     r.received = r.in_order = rx_packets() - rx0;
     r.seconds = static_cast<double>(r.received) / pps;  // pps() then gives pktgen's rate
-    return r;
-}
-
-Result run_bardrive(nic::Igb& a, nic::Igb& b, dma::BufferPool& pool, std::uint32_t len, std::uint32_t batch,
-                    std::uint64_t count) {
-    Result r;
-    std::uint64_t sent = 0;
-    auto t0 = Clock::now(), last = t0;
-    while (r.received < count) {
-        if (sent < count && sent - r.received < 256) {  // as the kernel run: at most 256 frames in flight
-            nic::Packet pkts[kMaxBatch];
-            std::uint32_t k = 0;
-            dma::BufferPool::Buffer buf;
-            while (k < batch && sent + k < count && pool.alloc(buf)) {
-                auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
-                nic::write_test_frame(d, len, b.mac(), a.mac(), sent + k);
-                pkts[k++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
-            }
-            std::uint16_t took = a.tx_burst(0, std::span(pkts, k));
-            for (std::uint32_t i = took; i < k; ++i) nic::Igb::release(pkts[i]);
-            sent += took;
-        }
-        nic::Packet got[kMaxBatch];
-        std::uint16_t n = b.rx_burst(0, got);
-        auto now = Clock::now();
-        for (std::uint16_t i = 0; i < n; ++i) {
-            auto seq = nic::check_test_frame(got[i].data, got[i].len);
-            if (seq && *seq == r.received) ++r.in_order;
-            ++r.received;
-            nic::Igb::release(got[i]);
-        }
-        if (n) last = now;
-        if (now - last > std::chrono::seconds(2)) break;
-    }
-    a.tx_reclaim(0);
-    r.seconds = std::chrono::duration<double>(last - t0).count();
     return r;
 }
 
@@ -112,7 +67,7 @@ int main(int argc, char** argv) try {
     const std::uint32_t batches[] = {1, 4, 16, 32, 64};
     struct Row {
         std::uint32_t size, batch;
-        Result pktgen, bardrive;
+        bench::FrameRun pktgen, bardrive;
     };
     std::vector<Row> rows;
 
@@ -138,7 +93,7 @@ int main(int argc, char** argv) try {
     dma::IovaAllocator iovas(domain);
     dma::BufferPool pool(domain, iovas, 2048, 4096);
     nic::Igb a(a_dev, iovas, pool), b(b_dev, iovas, pool);
-    for (auto& r : rows) r.bardrive = run_bardrive(a, b, pool, r.size, r.batch, count);
+    for (auto& r : rows) r.bardrive = bench::igb_a_to_b(a, b, pool, r.size, r.batch, bench::kMaxIgbBatch, count);
 
     std::printf("igb-pps: %llu frames per run, NIC A %s -> NIC B %s (QEMU igb, one hub)\n",
                 static_cast<unsigned long long>(count), nics[0].str().c_str(), nics[1].str().c_str());
