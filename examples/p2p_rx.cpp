@@ -14,7 +14,7 @@
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
 #include "examples/common.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"

@@ -7,7 +7,7 @@
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"

@@ -5,11 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "nic/e1000e.hpp"
-#include "nic/e1000e_regs.hpp"
-#include "nic/igb.hpp"
-#include "nic/igb_regs.hpp"
-#include "nic/loopback_copy.hpp"
+#include "nic/drivers.hpp"
 
 namespace bardrive::nic {
 
@@ -19,36 +15,31 @@ namespace {
 constexpr std::uint32_t kRing = 1024;
 constexpr std::size_t kMaxSize = 8 * loopback_default_payload;
 
-// nic::LoopbackQueue over one port, igb or e1000e; the two differ in how the port opens and how an
-// MSI-X is raised.
+// nic::LoopbackQueue on queue 0 of a loopback engine, whatever the chip (nic::open_loopback_engine):
+// the engine says its limits and how it raises an MSI-X.
 class LoopbackMemcpy final : public MemcpyDriver {
 public:
-    enum class Model { igb, e1000e };
-
-    LoopbackMemcpy(Model model, vfio::Device& device, dma::IovaAllocator& iovas)
-        : model_(model), dev_(&device), iovas_(&iovas) {
-        limits_.min_size = LoopbackQueue::min_data;
-        limits_.max_size = kMaxSize;
-        limits_.dst_alignment = model == Model::e1000e ? 2 : 1;
-        limits_.max_in_flight = LoopbackQueue::max_copies;
-        limits_.max_msis_per_send = model == Model::e1000e ? 2 : 1;  // QEMU's e1000e: 1 or 2 (header)
-    }
+    LoopbackMemcpy(const Driver& driver, vfio::Device& device, dma::IovaAllocator& iovas)
+        : driver_(&driver), dev_(&device), iovas_(&iovas) {}
     ~LoopbackMemcpy() override { remove(); }
 
-    const char* name() const noexcept override { return model_ == Model::igb ? "igb" : "e1000e"; }
+    const char* name() const noexcept override { return driver_->name; }
     bool initialized() const noexcept override { return q_.has_value(); }
 
     void init() override {
         remove();
         try {
-            if (model_ == Model::igb) {
-                igb_ = std::make_unique<Igb>(*dev_, *iovas_, loopback_port_options(1, kRing));
-                q_ = make_loopback_queue(*igb_, 0);
-            } else {
-                e1000e_ = std::make_unique<E1000e>(*dev_, *iovas_, loopback_e1000e_options(kRing));
-                q_ = make_loopback_queue(*e1000e_);
-            }
-            arm_msi();
+            EngineOptions o;
+            o.ring = kRing;
+            engine_ = driver_->open_engine(*dev_, *iovas_, o);
+            const EngineLimits l = engine_->engine_limits();
+            limits_.min_size = LoopbackQueue::min_data;
+            limits_.max_size = kMaxSize;
+            limits_.dst_alignment = l.dst_alignment;
+            limits_.max_in_flight = LoopbackQueue::max_copies;
+            limits_.max_msis_per_send = l.max_msis_per_send;
+            q_ = engine_->engine_queue(0);
+            engine_->arm_msi();
         } catch (...) {
             remove();
             throw;
@@ -57,8 +48,7 @@ public:
 
     void remove() noexcept override {
         q_.reset();
-        igb_.reset();  // resets the device: no DMA after this
-        e1000e_.reset();
+        engine_.reset();  // resets the device: no DMA after this
         dev_->disable_irqs();
     }
 
@@ -92,48 +82,16 @@ public:
     }
 
     void send_msi() noexcept override {
-        if (!q_) return;
-        const vfio::Mmio& r = registers();
-        if (model_ == Model::igb) {
-            r.write32(igb::EICS, 1);  // vector 0's cause; EIAC clears it once the message is sent
-        } else {
-            // Sending cleared the cause and masked it (EIAC): unmask it again, then set it.
-            r.write32(igb::IMS, e1000e::ICR_TXQ1);
-            r.write32(igb::ICS, e1000e::ICR_TXQ1);
-        }
+        if (q_) engine_->send_msi();
     }
 
     int msi_fd() const noexcept override { return dev_->irq_fd(0); }
 
 private:
-    const vfio::Mmio& registers() const noexcept { return igb_ ? igb_->registers() : e1000e_->registers(); }
-
-    // One MSI-X vector whose only cause is one that send_msi() sets and no copy raises.
-    void arm_msi() {
-        dev_->enable_irqs(vfio::IrqType::msix, 1);
-        const vfio::Mmio& r = registers();
-        if (model_ == Model::igb) {
-            // 82576 8.8.15: one EICR bit per vector; the RX queue's IVAR entry stays invalid.
-            r.write32(igb::GPIE, igb::gpie::MSIX_MODE | igb::gpie::PBA);
-            r.write32(igb::EIAC, 1);
-            r.write32(igb::EIMS, 1);
-        } else {
-            // 82574 10.2.4.9: only TX queue 1 (never used here) has a valid IVAR entry, to vector 0.
-            // EIAC: the cause clears once its message is sent; a cause left pending would be sent
-            // again with every other interrupt event (seen with QEMU's model: copies fired it).
-            r.write32(e1000e::IVAR, (e1000e::IVAR_ENTRY_VALID | 0u) << e1000e::IVAR_TXQ1_SHIFT);
-            r.write32(e1000e::EIAC, e1000e::ICR_TXQ1);
-            r.write32(igb::ICR, ~0u);  // causes left from reset and link-up: pending ones get re-sent
-            r.write32(igb::IMS, e1000e::ICR_TXQ1);
-        }
-        dev_->wait_irq(0, 0);  // nothing may be counted before the first send_msi()
-    }
-
-    Model model_;
+    const Driver* driver_;
     vfio::Device* dev_;
     dma::IovaAllocator* iovas_;
-    std::unique_ptr<Igb> igb_;
-    std::unique_ptr<E1000e> e1000e_;
+    std::unique_ptr<LoopbackEngine> engine_;
     std::optional<LoopbackQueue> q_;
 };
 
@@ -183,20 +141,23 @@ private:
 
 std::unique_ptr<MemcpyDriver> probe_memcpy_driver(vfio::Device& device, dma::IovaAllocator& iovas) {
     std::uint16_t vendor = device.config_read16(0x00), id = device.config_read16(0x02);
-    if (Igb::drives(vendor, id)) return std::make_unique<LoopbackMemcpy>(LoopbackMemcpy::Model::igb, device, iovas);
-    if (E1000e::drives(vendor, id))
-        return std::make_unique<LoopbackMemcpy>(LoopbackMemcpy::Model::e1000e, device, iovas);
-    char ids[16];
+    const Driver* nic = find_driver(vendor, id);
+    if (nic && nic->open_engine) return std::make_unique<LoopbackMemcpy>(*nic, device, iovas);
     if (vendor == 0x1af4 && id == 0x1110) {
         if (device.irq_info(vfio::IrqType::msix).count > 0) return std::make_unique<DoorbellMsi>(device);
         throw Error("probe memcpy driver", device.bdf().str(),
                     "this ivshmem device has no MSI-X: it is ivshmem-plain, which has no doorbell",
                     "use ivshmem-doorbell (lab/lab run --doorbell)");
     }
+    char ids[16];
     std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
+    std::string engines;
+    for (const Driver& d : drivers()) {
+        if (d.open_engine) engines += std::string(d.name) + " (" + d.devices + "), ";
+    }
     throw Error("probe memcpy driver", device.bdf().str(), log::concat("no memcpy driver for device ", ids),
-                "nic::MemcpyDriver has igb (82576), e1000e (82574L) and ivshmem-doorbell (send_msi only) "
-                "implementations");
+                "nic::MemcpyDriver runs on the NICs that serve as loopback engines: " + engines +
+                    "and on ivshmem-doorbell (send_msi only)");
 }
 
 }  // namespace bardrive::nic

@@ -19,8 +19,6 @@
 #include "core/error.hpp"
 #include "core/fd.hpp"
 #include "core/log.hpp"
-#include "nic/e1000e.hpp"
-#include "nic/igb.hpp"
 
 namespace bardrive::nic {
 
@@ -157,7 +155,7 @@ void StatsPublisher::publish(const StatsSnapshot& s) noexcept {
     seq.store(v + 2, std::memory_order_release);
 }
 
-void StatsPublisher::publish(Igb& port) noexcept {
+void StatsPublisher::publish(Port& port) noexcept {
     StatsSnapshot s;
     s.link_up = port.link_up();
     s.speed_mbps = port.link_speed_mbps();
@@ -166,18 +164,6 @@ void StatsPublisher::publish(Igb& port) noexcept {
     s.tx_queues = std::min<unsigned>(port.tx_queues(), stats_max_queues);
     for (unsigned q = 0; q < s.rx_queues; ++q) s.rx[q] = port.rx_stats(static_cast<std::uint16_t>(q));
     for (unsigned q = 0; q < s.tx_queues; ++q) s.tx[q] = port.tx_stats(static_cast<std::uint16_t>(q));
-    s.device = port.device_stats();
-    publish(s);
-}
-
-void StatsPublisher::publish(E1000e& port) noexcept {
-    StatsSnapshot s;
-    s.link_up = port.link_up();
-    s.speed_mbps = port.link_speed_mbps();
-    s.link_changes = port.link_changes();
-    s.rx_queues = s.tx_queues = 1;
-    s.rx[0] = port.rx_stats();
-    s.tx[0] = port.tx_stats();
     s.device = port.device_stats();
     publish(s);
 }

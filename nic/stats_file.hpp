@@ -11,15 +11,13 @@
 #include <string>
 
 #include "../pci/bdf.hpp"
-#include "e1000_common.hpp"
+#include "port.hpp"
+#include "stats.hpp"
 
 namespace bardrive::nic {
 
-class Igb;
-class E1000e;
-
 inline constexpr std::uint32_t stats_file_version = 1;
-inline constexpr unsigned stats_max_queues = 8;  // the 82576's queues; the 82574 uses one
+inline constexpr unsigned stats_max_queues = 8;  // queues published per direction (a port with more: the first 8)
 
 // One publication: what the owner knew at one moment.
 struct StatsSnapshot {
@@ -66,6 +64,9 @@ public:
     // Throws bardrive::Error when the directory or file cannot be created (naming the path, and
     // BARDRIVE_STATS_DIR as the way out).
     StatsPublisher(const pci::Bdf& bdf, const std::string& driver, const std::string& dir = {});
+    // For `port`: its device's BDF and its driver's name.
+    explicit StatsPublisher(const Port& port, const std::string& dir = {})
+        : StatsPublisher(port.device().bdf(), port.driver(), dir) {}
     ~StatsPublisher();
     StatsPublisher(const StatsPublisher&) = delete;
     StatsPublisher& operator=(const StatsPublisher&) = delete;
@@ -73,8 +74,7 @@ public:
     void publish(const StatsSnapshot& s) noexcept;
     // Snapshot of a port (reads its clear-on-read device counters, so call it from the port's owner
     // thread, not beside another device_stats() reader), then publish.
-    void publish(Igb& port) noexcept;
-    void publish(E1000e& port) noexcept;
+    void publish(Port& port) noexcept;
 
     const std::string& path() const noexcept { return path_; }
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../nic/loopback_queue.hpp"
+#include "../nic/e1000/loopback_queue.hpp"
 #include "hd.hpp"
 #include "pager.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "nic/loopback_copy.hpp"
+#include "nic/loopback_engine.hpp"
 #include "pci/p2p.hpp"
 #include "pci/source.hpp"
 
@@ -17,10 +17,6 @@ const std::string kWhat = "umem: open NIC pager";
 std::uint32_t frame_data_of(const NicPagerConfig& cfg) {
     if (cfg.frame_data != 0) return cfg.frame_data;
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.paging.page_size, 8192));
-}
-
-bool is_e1000e(const vfio::Device& nic) {
-    return nic::E1000e::drives(nic.config_read16(0x00), nic.config_read16(0x02));
 }
 
 // Each queue must hold one page in flight: its frames in RX, two descriptors per frame in TX.
@@ -67,13 +63,7 @@ const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic
     if (cfg.paging.page_size < 4096)
         throw Error(kWhat, log::concat("page_size ", cfg.paging.page_size),
                     "the NIC engine moves pages of 4 KiB and more", "use 4096 or larger");
-    if (cfg.queues < 1 || cfg.queues > 8)
-        throw Error(kWhat, log::concat(cfg.queues, " queues"), "the 82576 has 1 to 8 queue pairs",
-                    "one queue per worker thread, at most 8");
-    if (is_e1000e(nic) && cfg.queues != 1)
-        throw Error(kWhat, log::concat(nic.bdf().str(), ": ", cfg.queues, " queues"),
-                    "the 82574L (e1000e) serves as an engine with one queue pair",
-                    "use queues = 1 (threads then take turns), or an 82576");
+    if (cfg.queues < 1) throw Error(kWhat, "0 queues", "one queue per worker thread (the engine says how many it has)");
     std::uint64_t page = 1ull << shift, pool = cfg.paging.frames << shift;
     if (cfg.pool_offset % 4096 != 0 || cfg.pool_offset > window.size() || pool > window.size() - cfg.pool_offset) {
         std::uint64_t fit = cfg.pool_offset < window.size() ? (window.size() - cfg.pool_offset) >> shift : 0;
@@ -115,15 +105,13 @@ NicPager::NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::Peer
                    const dma::Mapping& store, const NicPagerConfig& cfg)
     : tables_(checked(cfg, nic, window, store).paging, static_cast<std::byte*>(store.vaddr()), pool_of(window, cfg)),
       id_(next_pager_id()) {
-    if (is_e1000e(nic)) {
-        e1000e_ =
-            std::make_unique<nic::E1000e>(nic, iovas, nic::loopback_e1000e_options(ring_for(cfg), frame_data_of(cfg)));
-        queues_.push_back(nic::make_loopback_queue(*e1000e_));
-    } else {  // nic::Igb refuses anything but an 82576, saying so
-        igb_ = std::make_unique<nic::Igb>(nic, iovas,
-                                          nic::loopback_port_options(cfg.queues, ring_for(cfg), frame_data_of(cfg)));
-        for (std::uint16_t q = 0; q < cfg.queues; ++q) queues_.push_back(nic::make_loopback_queue(*igb_, q));
-    }
+    // The driver refuses more queues than its chip has, a payload beyond its frames, a device it does not take.
+    nic::EngineOptions eo;
+    eo.queues = cfg.queues;
+    eo.ring = ring_for(cfg);
+    eo.payload = frame_data_of(cfg);
+    port_ = nic::open_loopback_engine(nic, iovas, eo);
+    for (std::uint16_t q = 0; q < cfg.queues; ++q) queues_.push_back(port_->engine_queue(q));
     locks_.assign(std::size_t{cfg.queues} * counter_stride, 0);
     counters_.assign(std::size_t{cfg.queues} * counter_stride, 0);
     const PagerView& v = tables_.view();
@@ -140,7 +128,7 @@ NicPager::NicPager(vfio::Device& nic, dma::IovaAllocator& iovas, const dma::Peer
                             &fills_,
                             0,
                             NicFault::none};
-    log::info("umem: NIC pager on ", e1000e_ ? "e1000e " : "igb ", nic.bdf().str(), ": ", cfg.queues, " queue pairs, ",
+    log::info("umem: NIC pager on ", port_->driver(), " ", nic.bdf().str(), ": ", cfg.queues, " queue pairs, ",
               frame_data_of(cfg), " data bytes per frame, ", v.frames_n, " frames of ", v.page_size(), " bytes in ",
               window.cpu().name());
 }

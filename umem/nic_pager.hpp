@@ -15,8 +15,7 @@
 #include "../dma/iova_allocator.hpp"
 #include "../dma/mapping.hpp"
 #include "../dma/peer_window.hpp"
-#include "../nic/e1000e.hpp"
-#include "../nic/igb.hpp"
+#include "../nic/loopback_engine.hpp"
 #include "../pci/topology.hpp"
 #include "../vfio/device.hpp"
 #include "config.hpp"
@@ -85,8 +84,7 @@ public:
     void inject_fault(NicFault fault, std::uint64_t at) noexcept;
 
 private:
-    std::unique_ptr<nic::Igb> igb_;  // the port: one of the two
-    std::unique_ptr<nic::E1000e> e1000e_;
+    std::unique_ptr<nic::LoopbackEngine> port_;  // the engine port: first to open, last to go
     HostTables tables_;
     std::vector<nic::LoopbackQueue> queues_;
     std::vector<std::uint32_t> locks_;

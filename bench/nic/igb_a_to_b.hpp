@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "dma/buffer_pool.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 
 namespace bardrive::bench {
 

@@ -19,7 +19,7 @@
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 

@@ -24,7 +24,7 @@
 #include "core/log.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"

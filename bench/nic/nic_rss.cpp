@@ -26,7 +26,7 @@
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/rss.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"

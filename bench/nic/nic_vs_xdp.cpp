@@ -48,7 +48,7 @@
 #include "core/fd.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"

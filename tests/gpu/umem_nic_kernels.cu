@@ -106,8 +106,8 @@ NicWarpResult run_nic_warps(std::uint64_t pages, std::uint64_t frames, std::uint
     std::vector<std::unique_ptr<testing::FakeLoopbackPort>> ports;
     std::vector<nic::LoopbackQueue> queues_host(queues);
     for (std::uint32_t q = 0; q < queues; ++q) {
-        testing::FakeLoopbackPort::Memory mem{a.pinned<nic::igb::AdvRxDesc>(kRing),
-                                              a.pinned<nic::igb::AdvTxDesc>(kRing),
+        testing::FakeLoopbackPort::Memory mem{a.pinned<nic::e1000::AdvRxDesc>(kRing),
+                                              a.pinned<nic::e1000::AdvTxDesc>(kRing),
                                               a.pinned<std::uint8_t>(2 * kRing * 64), a.pinned<std::uint32_t>(4)};
         ports.push_back(std::make_unique<testing::FakeLoopbackPort>(mem, kRing, kHeadersIova + q * 2 * kRing * 64));
         ports.back()->map(kStoreIova, store, pages * kPage);

@@ -4,7 +4,7 @@
 // Runs inside `lab/lab run basic --bind all` (tests/lab/meson.build); elsewhere it SKIPs.
 //
 // The NICs are driven by the least register programming that moves one frame (82576 datasheet
-// sections cited in nic/igb_regs.hpp), not by nic::Igb: a broken driver must not look like a broken lab.
+// sections cited in nic/igb/regs.hpp), not by nic::Igb: a broken driver must not look like a broken lab.
 #include <catch2/catch_test_macros.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -21,8 +21,8 @@
 #include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
 #include "lab_env.hpp"
-#include "nic/igb_desc.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/e1000/desc.hpp"
+#include "nic/igb/regs.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 

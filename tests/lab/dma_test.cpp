@@ -4,7 +4,7 @@
 // to the same IOVA must not land.
 //
 // The NICs are driven by the least register programming that moves a frame (82576 datasheet sections
-// in nic/igb_regs.hpp), not by nic::Igb: this tests dma/, not the driver.
+// in nic/igb/regs.hpp), not by nic::Igb: this tests dma/, not the driver.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,8 +22,8 @@
 #include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
 #include "lab_env.hpp"
-#include "nic/igb_desc.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/e1000/desc.hpp"
+#include "nic/igb/regs.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 

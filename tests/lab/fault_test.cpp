@@ -24,7 +24,7 @@
 
 #include "dma/peer_window.hpp"
 #include "memcpy_bed.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/igb/regs.hpp"
 
 using namespace bardrive;
 using labenv::MemcpyBed;

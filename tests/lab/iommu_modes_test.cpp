@@ -17,7 +17,7 @@
 #include "dma/iova_allocator.hpp"
 #include "dma/memory.hpp"
 #include "lab_env.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"

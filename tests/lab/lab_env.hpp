@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "nic/igb_regs.hpp"
+#include "nic/igb/regs.hpp"
 #include "pci/bdf.hpp"
 #include "vfio/mmio.hpp"
 

@@ -12,7 +12,7 @@
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
 #include "lab_env.hpp"
-#include "nic/e1000e.hpp"
+#include "nic/e1000e/e1000e.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -54,13 +54,13 @@ std::uint64_t exchange(E1000e& tx, E1000e& rx, dma::BufferPool& pool, std::uint6
             std::uint32_t len = 60 + static_cast<std::uint32_t>(sent * 37 % 1455);
             nic::write_test_frame(d, len, rx.mac(), tx.mac(), sent);
             Packet p{d, buf.iova, len, buf.index, &pool};
-            if (tx.tx_burst(std::span(&p, 1)) == 1)
+            if (tx.tx_burst(0, std::span(&p, 1)) == 1)
                 ++sent;
             else
                 pool.free(buf.index);
         }
         Packet got[16];
-        std::uint16_t n = rx.rx_burst(got);
+        std::uint16_t n = rx.rx_burst(0, got);
         for (std::uint16_t i = 0; i < n; ++i, ++seen) {
             auto seq = nic::check_test_frame(got[i].data, got[i].len);
             if (seq && *seq == seen && got[i].len == 60 + seen * 37 % 1455) ++good;
@@ -70,7 +70,7 @@ std::uint64_t exchange(E1000e& tx, E1000e& rx, dma::BufferPool& pool, std::uint6
                 got[i].pool->free(got[i].buf);
         }
         if (n) idle = std::chrono::steady_clock::now();
-        tx.tx_reclaim();
+        tx.tx_reclaim(0);
     }
     return good;
 }
@@ -79,7 +79,7 @@ std::uint64_t exchange(E1000e& tx, E1000e& rx, dma::BufferPool& pool, std::uint6
 
 TEST_CASE("e1000e: A to B byte-exact over many ring laps, counts exact") {
     Bed bed;
-    nic::E1000eOptions o;
+    nic::PortOptions o;
     o.rx_ring = 64;
     o.tx_ring = 64;
     E1000e a(*bed.a, *bed.iovas, *bed.pool, o), b(*bed.b, *bed.iovas, *bed.pool, o);
@@ -112,7 +112,7 @@ TEST_CASE("e1000e: receive into the window, and MAC loopback") {
             win_pool.free(p.buf);
         }
     }
-    nic::E1000eOptions lo;
+    nic::PortOptions lo;
     lo.loopback = nic::Loopback::mac;
     E1000e a(*bed.a, *bed.iovas, *bed.pool, lo);
     CHECK(exchange(a, a, *bed.pool, 100, nullptr) == 100);
@@ -120,33 +120,33 @@ TEST_CASE("e1000e: receive into the window, and MAC loopback") {
 
 TEST_CASE("e1000e: MSI-X: wait_rx sleeps until a frame lands; each frame raises one message (QEMU: or two)") {
     Bed bed;
-    nic::E1000eOptions irq;
+    nic::PortOptions irq;
     irq.interrupts = true;
     E1000e a(*bed.a, *bed.iovas, *bed.pool), b(*bed.b, *bed.iovas, *bed.pool, irq);
     CHECK(b.link_fd() >= 0);
-    CHECK_FALSE(b.wait_rx(200));  // nothing on the wire: no message
+    CHECK_FALSE(b.wait_rx(0, 200));  // nothing on the wire: no message
     for (std::uint64_t i = 0; i < 20; ++i) {
         INFO("frame " << i);
         // Unmasks RX queue 0. Its answer is not checked: QEMU's repeat of the previous frame's message
         // may arrive only now (seen at frame 12 of 20 once).
-        b.wait_rx(0);
+        b.wait_rx(0, 0);
         dma::BufferPool::Buffer buf;
         REQUIRE(bed.pool->alloc(buf));
         auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
         nic::write_test_frame(d, 100, b.mac(), a.mac(), i);
         Packet p{d, buf.iova, 100, buf.index, bed.pool.get()};
-        REQUIRE(a.tx_burst(std::span(&p, 1)) == 1);
+        REQUIRE(a.tx_burst(0, std::span(&p, 1)) == 1);
         // The message itself, counted on the eventfd: 1, or 2 when QEMU's model repeats it, never 0.
         std::uint64_t messages = bed.b->wait_irq(0, 5000);
         CHECK(messages >= 1);
         CHECK(messages <= 2);
         Packet got[4];
         std::uint16_t n = 0;
-        REQUIRE(labenv::wait_for([&] { return (n = b.rx_burst(got)) != 0; }, std::chrono::seconds(2)));
+        REQUIRE(labenv::wait_for([&] { return (n = b.rx_burst(0, got)) != 0; }, std::chrono::seconds(2)));
         CHECK(n == 1);
         CHECK(nic::check_test_frame(got[0].data, got[0].len) == i);
         bed.pool->free(got[0].buf);
-        a.tx_reclaim();
+        a.tx_reclaim(0);
     }
     // Interrupt-driven receive of a burst: every frame, in order.
     std::uint64_t seen = 0;
@@ -156,16 +156,16 @@ TEST_CASE("e1000e: MSI-X: wait_rx sleeps until a frame lands; each frame raises 
         auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
         nic::write_test_frame(d, 100, b.mac(), a.mac(), 100 + i);
         Packet p{d, buf.iova, 100, buf.index, bed.pool.get()};
-        REQUIRE(a.tx_burst(std::span(&p, 1)) == 1);
+        REQUIRE(a.tx_burst(0, std::span(&p, 1)) == 1);
     }
-    while (seen < 50 && b.wait_rx(5000)) {
+    while (seen < 50 && b.wait_rx(0, 5000)) {
         Packet got[16];
-        std::uint16_t n = b.rx_burst(got);
+        std::uint16_t n = b.rx_burst(0, got);
         for (std::uint16_t k = 0; k < n; ++k, ++seen) {
             CHECK(nic::check_test_frame(got[k].data, got[k].len) == 100 + seen);
             bed.pool->free(got[k].buf);
         }
     }
     CHECK(seen == 50);
-    CHECK(b.rx_stats().packets == 70);
+    CHECK(b.rx_stats(0).packets == 70);
 }

@@ -24,8 +24,8 @@
 #include "dma/memory.hpp"
 #include "dma/peer_window.hpp"
 #include "lab_env.hpp"
-#include "nic/igb.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/igb/igb.hpp"
+#include "nic/igb/regs.hpp"
 #include "nic/loopback_copy.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
@@ -431,7 +431,7 @@ TEST_CASE("igb: a TX head write-back out of range is ignored and counted; no buf
 
 TEST_CASE("igb as a DMA engine: MAC loopback copies memory to memory and into the window, exactly") {
     Bed bed;
-    Igb port(*bed.a, *bed.iovas, nic::LoopbackCopy::port_options());
+    Igb port(*bed.a, *bed.iovas, nic::EngineOptions{});
     nic::LoopbackCopy copy(port);
     auto mem = dma::Memory::allocate(4 << 20);
     auto map = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
@@ -482,7 +482,7 @@ TEST_CASE("igb as a DMA engine: RSS brings each queue's frames back to its own q
     for (std::uint32_t payload : {1024u, 4096u, 8192u}) {
         INFO("payload " << payload);
         const std::uint16_t queues = 4;
-        Igb port(*bed.a, *bed.iovas, nic::loopback_port_options(queues, 256, payload));
+        Igb port(*bed.a, *bed.iovas, nic::EngineOptions{queues, 256, payload});
         std::vector<std::unique_ptr<nic::LoopbackCopy>> copies;
         for (std::uint16_t q = 0; q < queues; ++q) copies.push_back(std::make_unique<nic::LoopbackCopy>(port, q));
         // Every queue copies its own 1 MiB slice at once; a frame steered to the wrong queue would land in

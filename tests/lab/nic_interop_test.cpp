@@ -27,7 +27,7 @@
 #include "core/file.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 #include "nic/packet.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"

@@ -24,8 +24,7 @@
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
 #include "lab_env.hpp"
-#include "nic/e1000e.hpp"
-#include "nic/igb.hpp"
+#include "nic/drivers.hpp"
 #include "nic/loopback_copy.hpp"
 #include "nic/stats_file.hpp"
 #include "nic/test_frame.hpp"
@@ -62,20 +61,17 @@ nlohmann::json stats_json(const pci::Bdf& bdf) {
     return nlohmann::json::parse(r.out);
 }
 
-// One port of the preset's model, with the calls the tests need.
+// One port, whatever the preset's NIC (nic::open_port picks the driver), with the calls the tests need.
 struct Port {
-    std::unique_ptr<nic::Igb> igb;
-    std::unique_ptr<nic::E1000e> e1000e;
+    std::unique_ptr<nic::Port> port;
 
-    std::uint16_t tx(Packet& p) {
-        return igb ? igb->tx_burst(0, std::span(&p, 1)) : e1000e->tx_burst(std::span(&p, 1));
-    }
-    std::uint16_t rx(std::span<Packet> out) { return igb ? igb->rx_burst(0, out) : e1000e->rx_burst(out); }
-    void reclaim() { igb ? igb->tx_reclaim(0) : e1000e->tx_reclaim(); }
-    nic::MacAddress mac() const { return igb ? igb->mac() : e1000e->mac(); }
-    std::optional<nic::LinkEvent> poll_link() { return igb ? igb->poll_link() : e1000e->poll_link(); }
-    void publish(nic::StatsPublisher& p) { igb ? p.publish(*igb) : p.publish(*e1000e); }
-    int link_fd() const { return igb ? igb->link_fd() : e1000e->link_fd(); }
+    std::uint16_t tx(Packet& p) { return port->tx_burst(0, std::span(&p, 1)); }
+    std::uint16_t rx(std::span<Packet> out) { return port->rx_burst(0, out); }
+    void reclaim() { port->tx_reclaim(0); }
+    nic::MacAddress mac() const { return port->mac(); }
+    std::optional<nic::LinkEvent> poll_link() { return port->poll_link(); }
+    void publish(nic::StatsPublisher& p) { p.publish(*port); }
+    int link_fd() const { return port->link_fd(); }
 };
 
 struct Bed {
@@ -94,19 +90,10 @@ struct Bed {
         pool = std::make_unique<dma::BufferPool>(*domain, *iovas, 2048, 2048);
     }
     Port open(vfio::Device& d, bool interrupts = false) {
-        Port p;
-        if (model == "igb") {
-            nic::IgbOptions o;
-            o.rx_ring = o.tx_ring = 256;
-            o.interrupts = interrupts;
-            p.igb = std::make_unique<nic::Igb>(d, *iovas, *pool, o);
-        } else {
-            nic::E1000eOptions o;
-            o.rx_ring = o.tx_ring = 256;
-            o.interrupts = interrupts;
-            p.e1000e = std::make_unique<nic::E1000e>(d, *iovas, *pool, o);
-        }
-        return p;
+        nic::PortOptions o;
+        o.rx_ring = o.tx_ring = 256;
+        o.interrupts = interrupts;
+        return Port{nic::open_port(d, *iovas, *pool, o)};
     }
     std::vector<pci::Bdf> nics;
     std::string model;
@@ -317,22 +304,16 @@ TEST_CASE("link with interrupts: the link vector fires when the cable goes and w
         std::chrono::seconds(10)));
     REQUIRE(up);
     CHECK(up->speed_mbps == 1000);
-    const std::uint64_t changes = a.igb ? a.igb->link_changes() : a.e1000e->link_changes();
+    const std::uint64_t changes = a.port->link_changes();
     CHECK(changes == 2);
 }
 
 TEST_CASE("DMA engine: the port's MAC loopback copies memory to memory through nic::LoopbackCopy, exactly") {
     Bed bed;
-    std::unique_ptr<nic::Igb> igb;
-    std::unique_ptr<nic::E1000e> e1000e;
-    std::unique_ptr<nic::LoopbackCopy> copy;
-    if (bed.model == "igb") {
-        igb = std::make_unique<nic::Igb>(*bed.a, *bed.iovas, nic::loopback_port_options(1, 256));
-        copy = std::make_unique<nic::LoopbackCopy>(*igb);
-    } else {
-        e1000e = std::make_unique<nic::E1000e>(*bed.a, *bed.iovas, nic::loopback_e1000e_options(256));
-        copy = std::make_unique<nic::LoopbackCopy>(*e1000e);
-    }
+    nic::EngineOptions eo;
+    eo.ring = 256;
+    std::unique_ptr<nic::LoopbackEngine> engine = nic::open_loopback_engine(*bed.a, *bed.iovas, eo);
+    auto copy = std::make_unique<nic::LoopbackCopy>(*engine);
     auto mem = dma::Memory::allocate(4 << 20);
     auto map = dma::Mapping::map(*bed.domain, *bed.iovas, mem);
     auto* src = reinterpret_cast<std::uint8_t*>(mem.data());

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "lab_env.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/igb/regs.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
 

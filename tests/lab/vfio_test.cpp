@@ -14,7 +14,7 @@
 #include "core/error.hpp"
 #include "dma/memory.hpp"
 #include "lab_env.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/igb/regs.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"

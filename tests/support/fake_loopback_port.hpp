@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "nic/igb_desc.hpp"
-#include "nic/queue_pair.hpp"
+#include "nic/e1000/desc.hpp"
+#include "nic/e1000/queue_pair.hpp"
 
 namespace bardrive::testing {
 
@@ -24,8 +24,8 @@ public:
     // Rings, doorbells and header slots in memory the caller provides (pinned host memory when a GPU
     // drives the queue), `ring` descriptors each; header slots at IOVA `headers_iova`.
     struct Memory {
-        nic::igb::AdvRxDesc* rx;
-        nic::igb::AdvTxDesc* tx;
+        nic::e1000::AdvRxDesc* rx;
+        nic::e1000::AdvTxDesc* tx;
         std::uint8_t* headers;  // 2 * ring * header_slot bytes
         std::uint32_t* regs;    // rdt, tdt, rxdctl, tx head write-back: 4 words
     };
@@ -56,21 +56,21 @@ public:
         std::vector<std::uint8_t> frame;
         const std::uint32_t tdt = load(&m_.regs[1]);  // acquire: descriptors written before the doorbell
         while (tdh_ != tdt && (load(&m_.regs[2]) & (1u << 25))) {
-            const nic::igb::AdvTxDesc& d = m_.tx[tdh_];
-            std::uint32_t len = d.read.cmd_type_len & nic::igb::txd::DTALEN_MASK;
+            const nic::e1000::AdvTxDesc& d = m_.tx[tdh_];
+            std::uint32_t len = d.read.cmd_type_len & nic::e1000::txd::DTALEN_MASK;
             const std::uint8_t* src = at(d.read.buffer_addr, len);
             frame.insert(frame.end(), src, src + len);
             std::uint32_t cmd = d.read.cmd_type_len;
             tdh_ = (tdh_ + 1) % ring_;
-            if (cmd & nic::igb::txd::CMD_RS) store(&m_.regs[3], tdh_);
-            if (!(cmd & nic::igb::txd::CMD_EOP)) continue;
+            if (cmd & nic::e1000::txd::CMD_RS) store(&m_.regs[3], tdh_);
+            if (!(cmd & nic::e1000::txd::CMD_EOP)) continue;
             if (rdh_ == load(&m_.regs[0])) throw std::logic_error("fake port: a frame arrived with no buffer posted");
             receive(frame);
             frame.clear();
         }
     }
 
-    std::function<void(nic::igb::AdvRxDesc&, std::uint8_t* header)> lie;
+    std::function<void(nic::e1000::AdvRxDesc&, std::uint8_t* header)> lie;
     bool deaf = false;
 
 private:
@@ -90,17 +90,17 @@ private:
     }
 
     void receive(const std::vector<std::uint8_t>& frame) {
-        nic::igb::AdvRxDesc& r = m_.rx[rdh_];
+        nic::e1000::AdvRxDesc& r = m_.rx[rdh_];
         // Split always: a frame that fits the header buffer stays there whole.
         std::uint32_t hlen = frame.size() <= header_slot ? static_cast<std::uint32_t>(frame.size()) : 42;
         std::uint32_t data = static_cast<std::uint32_t>(frame.size() - hlen);
         std::uint8_t* hdr = at(r.read.hdr_addr, hlen);
         std::memcpy(hdr, frame.data(), hlen);
         if (data) std::memcpy(at(r.read.pkt_addr, data), frame.data() + hlen, data);
-        nic::igb::AdvRxDesc wb{};
+        nic::e1000::AdvRxDesc wb{};
         wb.wb.length = static_cast<std::uint16_t>(data);
-        wb.wb.hdr_info = static_cast<std::uint16_t>(hlen << nic::igb::rxd::HDR_LEN_SHIFT | nic::igb::rxd::HDR_SPH);
-        wb.wb.status_error = nic::igb::rxd::DD | nic::igb::rxd::EOP;
+        wb.wb.hdr_info = static_cast<std::uint16_t>(hlen << nic::e1000::rxd::HDR_LEN_SHIFT | nic::e1000::rxd::HDR_SPH);
+        wb.wb.status_error = nic::e1000::rxd::DD | nic::e1000::rxd::EOP;
         if (lie) {
             lie(wb, hdr);
             lie = nullptr;

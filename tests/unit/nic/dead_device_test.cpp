@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "nic/e1000_common.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/e1000/common.hpp"
+#include "nic/igb/regs.hpp"
 #include "vfio/mmio.hpp"
 
 using namespace bardrive;
@@ -34,30 +34,30 @@ void all_ones(const vfio::Mmio& bar) { std::memset(const_cast<std::uint8_t*>(bar
 
 TEST_CASE("a device reading all ones is an error at every set-up step, not a hang or a success", "[nic]") {
     auto bar = fake_bar(0xff);
-    CHECK_FALSE(nic::e1000x::answering(bar));
-    CHECK_FALSE(nic::e1000x::link_up(bar));
-    CHECK_THROWS_WITH(nic::e1000x::reset(bar, "0000:01:00.0", true), ContainsSubstring("reset NIC") &&
-                                                                         ContainsSubstring("0xffffffff") &&
-                                                                         ContainsSubstring("not answering"));
+    CHECK_FALSE(nic::e1000::answering(bar));
+    CHECK_FALSE(nic::e1000::link_up(bar));
+    CHECK_THROWS_WITH(nic::e1000::reset(bar, "0000:01:00.0", true), ContainsSubstring("reset NIC") &&
+                                                                        ContainsSubstring("0xffffffff") &&
+                                                                        ContainsSubstring("not answering"));
     all_ones(bar);
     // "not answering", not the link timeout's "STATUS.LU still 0": it did not wait for the link.
-    CHECK_THROWS_WITH(nic::e1000x::bring_link_up(bar, "0000:01:00.0", nic::Loopback::none, 5000),
+    CHECK_THROWS_WITH(nic::e1000::bring_link_up(bar, "0000:01:00.0", nic::Loopback::none, 5000),
                       ContainsSubstring("bring link up") && ContainsSubstring("not answering"));
     all_ones(bar);
-    CHECK_THROWS_WITH(nic::e1000x::phy_write(bar, "0000:01:00.0", nic::igb::phy::BMCR, 0),
+    CHECK_THROWS_WITH(nic::e1000::phy_write(bar, "0000:01:00.0", nic::e1000::phy::BMCR, 0),
                       ContainsSubstring("not answering"));
     all_ones(bar);
-    CHECK_THROWS_WITH(nic::e1000x::read_mac(bar, "0000:01:00.0"), ContainsSubstring("not answering"));
+    CHECK_THROWS_WITH(nic::e1000::read_mac(bar, "0000:01:00.0"), ContainsSubstring("not answering"));
 }
 
 TEST_CASE("a device that stops answering while the link comes up is reported as such", "[nic]") {
     auto bar = fake_bar(0);
     // A live device: STATUS reads 0 (link down), MDIC ready after the write.
-    bar.write32(nic::igb::STATUS, 0);
-    CHECK(nic::e1000x::answering(bar));
-    CHECK_FALSE(nic::e1000x::link_up(bar));
-    bar.write32(nic::igb::STATUS, nic::igb::status::LU);
-    CHECK(nic::e1000x::link_up(bar));
-    bar.write32(nic::igb::STATUS, ~0u);
-    CHECK_FALSE(nic::e1000x::link_up(bar));  // all ones is not "link up"
+    bar.write32(nic::e1000::STATUS, 0);
+    CHECK(nic::e1000::answering(bar));
+    CHECK_FALSE(nic::e1000::link_up(bar));
+    bar.write32(nic::e1000::STATUS, nic::e1000::status::LU);
+    CHECK(nic::e1000::link_up(bar));
+    bar.write32(nic::e1000::STATUS, ~0u);
+    CHECK_FALSE(nic::e1000::link_up(bar));  // all ones is not "link up"
 }

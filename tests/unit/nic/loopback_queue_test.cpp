@@ -2,15 +2,17 @@
 // follows the descriptors the way QEMU's igb does in MAC loopback with header split, and that can lie:
 // a wrong length, a header not split off, a frame error, a frame from someone else, a TX head out of
 // range, no completion at all. The real device is exercised in the lab (tests/lab/nic_igb_test.cpp).
-#include "nic/loopback_queue.hpp"
+#include "nic/e1000/loopback_queue.hpp"
 
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <cstring>
 #include <functional>
 #include <vector>
 
 #include "core/error.hpp"
-#include "nic/loopback_copy.hpp"
+#include "nic/e1000/engine.hpp"
+#include "nic/loopback_engine.hpp"
 #include "nic/rss.hpp"
 #include "support/fake_loopback_port.hpp"
 
@@ -25,8 +27,8 @@ constexpr std::uint32_t kRing = 64;
 // The fake device with its rings and 8 MiB of memory it reaches at IOVA kIovaBase.
 struct FakePort {
     std::vector<std::uint8_t> mem = std::vector<std::uint8_t>(8 << 20, 0);
-    std::vector<igb::AdvRxDesc> rx = std::vector<igb::AdvRxDesc>(kRing);
-    std::vector<igb::AdvTxDesc> tx = std::vector<igb::AdvTxDesc>(kRing);
+    std::vector<e1000::AdvRxDesc> rx = std::vector<e1000::AdvRxDesc>(kRing);
+    std::vector<e1000::AdvTxDesc> tx = std::vector<e1000::AdvTxDesc>(kRing);
     std::vector<std::uint8_t> headers = std::vector<std::uint8_t>(2 * kRing * 64);
     std::uint32_t regs[4] = {};
     bardrive::testing::FakeLoopbackPort dev{{rx.data(), tx.data(), headers.data(), regs}, kRing, 0x10000000};
@@ -109,18 +111,18 @@ TEST_CASE("loopback queue: headers are valid IPv4/UDP with this queue's port and
 TEST_CASE("loopback queue: every lie of the device breaks the queue and stops its receive DMA") {
     struct Case {
         const char* what;
-        std::function<void(igb::AdvRxDesc&, std::uint8_t*)> lie;
+        std::function<void(e1000::AdvRxDesc&, std::uint8_t*)> lie;
         std::uint32_t check;
     };
     const std::vector<Case> cases = {
-        {"short length", [](igb::AdvRxDesc& d, std::uint8_t*) { d.wb.length -= 1; }, LoopbackQueue::check_length},
-        {"frame error", [](igb::AdvRxDesc& d, std::uint8_t*) { d.wb.status_error |= igb::rxd::ERR_RXE; },
+        {"short length", [](e1000::AdvRxDesc& d, std::uint8_t*) { d.wb.length -= 1; }, LoopbackQueue::check_length},
+        {"frame error", [](e1000::AdvRxDesc& d, std::uint8_t*) { d.wb.status_error |= e1000::rxd::ERR_RXE; },
          LoopbackQueue::check_status},
-        {"no EOP", [](igb::AdvRxDesc& d, std::uint8_t*) { d.wb.status_error &= ~igb::rxd::EOP; },
+        {"no EOP", [](e1000::AdvRxDesc& d, std::uint8_t*) { d.wb.status_error &= ~e1000::rxd::EOP; },
          LoopbackQueue::check_status},
-        {"header not split", [](igb::AdvRxDesc& d, std::uint8_t*) { d.wb.hdr_info = 0; }, LoopbackQueue::check_split},
-        {"someone else's frame", [](igb::AdvRxDesc&, std::uint8_t* h) { h[35] ^= 1; }, LoopbackQueue::check_header},
-        {"a frame out of order", [](igb::AdvRxDesc&, std::uint8_t* h) { h[19] += 1; }, LoopbackQueue::check_header},
+        {"header not split", [](e1000::AdvRxDesc& d, std::uint8_t*) { d.wb.hdr_info = 0; }, LoopbackQueue::check_split},
+        {"someone else's frame", [](e1000::AdvRxDesc&, std::uint8_t* h) { h[35] ^= 1; }, LoopbackQueue::check_header},
+        {"a frame out of order", [](e1000::AdvRxDesc&, std::uint8_t* h) { h[19] += 1; }, LoopbackQueue::check_header},
     };
     for (const Case& c : cases) {
         INFO(c.what);
@@ -183,33 +185,28 @@ TEST_CASE("rss: Toeplitz matches the specification's IPv4/UDP verification vecto
     CHECK(rss_queue(0x51ccc178, 4) == (0x78 % 128) % 4);
 }
 
-TEST_CASE("loopback engine: port options ask for what the engine needs, and refuse impossible frames") {
-    IgbOptions o = loopback_port_options(4, 256, 4096);
-    CHECK(o.rx_queues == 4);
-    CHECK(o.tx_queues == 4);
-    CHECK(o.external_queues);
-    CHECK(o.loopback == Loopback::mac);
-    CHECK(o.rx_header_bytes == 64);
-    CHECK(o.rx_buffer_bytes >= 4096 + LoopbackQueue::header_bytes);
-    CHECK(o.max_frame == 4096 + LoopbackQueue::header_bytes);
-    CHECK_FALSE(o.broadcast);
-    CHECK(o.mac == loopback_engine_mac);
-    CHECK(loopback_port_options(1, 512, 1024).max_frame == 1514);  // standard frames
-    CHECK_THROWS_AS(loopback_port_options(1, 512, 1000), bardrive::Error);
-    CHECK_THROWS_AS(loopback_port_options(1, 512, 10240), bardrive::Error);
+TEST_CASE("loopback engine: payloads from 1 KiB in whole KiB up to what the chip's frames hold") {
+    using bardrive::nic::e1000::check_engine_payload;
+    CHECK_NOTHROW(check_engine_payload("igb", 1024, 9724));
+    CHECK_NOTHROW(check_engine_payload("igb", 9216, 9724));
+    CHECK_THROWS_AS(check_engine_payload("igb", 1000, 9724), bardrive::Error);   // not whole KiB
+    CHECK_THROWS_AS(check_engine_payload("igb", 10240, 9724), bardrive::Error);  // past the 82576's 9.5 KB
+    CHECK_NOTHROW(check_engine_payload("e1000e", 8192, 9014));
+    CHECK_THROWS_AS(check_engine_payload("e1000e", 9216, 9014), bardrive::Error);  // past 9018-byte frames
 }
 
-TEST_CASE("loopback engine: e1000e port options: packet split with the data buffer exactly one frame's data") {
-    bardrive::nic::E1000eOptions o = bardrive::nic::loopback_e1000e_options(1024, 4096);
-    CHECK(o.rx_ring == 1024);
-    CHECK(o.external_queues);
-    CHECK(o.loopback == Loopback::mac);
-    CHECK(o.rx_header_bytes == 128);  // PSRCTL.BSIZE0 counts in 128 bytes
-    CHECK(o.rx_buffer_bytes == 4096);
-    CHECK(o.max_frame == 4096 + LoopbackQueue::header_bytes);
-    CHECK_FALSE(o.broadcast);
-    CHECK(o.mac == loopback_engine_mac);
-    CHECK(bardrive::nic::loopback_e1000e_options(512, 8192).max_frame == 8192 + LoopbackQueue::header_bytes);
-    CHECK_THROWS_AS(bardrive::nic::loopback_e1000e_options(512, 9216), bardrive::Error);  // past 9018-byte frames
-    CHECK_THROWS_AS(bardrive::nic::loopback_e1000e_options(512, 1000), bardrive::Error);
+TEST_CASE("loopback engine: each queue's UDP source port is one RSS sends back to that queue") {
+    using namespace bardrive::nic::e1000;
+    for (std::uint16_t queues : {1, 2, 4, 8}) {
+        for (std::uint16_t q = 0; q < queues; ++q) {
+            LoopbackQueue e = make_engine_queue(QueuePair{}, 4096, engine_udp_port(q, queues), loopback_engine_mac);
+            CHECK(e.port == engine_udp_port(q, queues));
+            CHECK(e.payload == 4096);
+            // The header's source port, then the hash of the 4-tuple, give queue q.
+            const std::uint16_t sport = static_cast<std::uint16_t>(e.header[34] << 8 | e.header[35]);
+            CHECK(sport == e.port);
+            if (queues > 1) CHECK(rss_queue(rss_hash_ipv4(0xa9fe4201, 0xa9fe4202, sport, 0xbd00), queues) == q);
+            CHECK(std::equal(e.header, e.header + 6, loopback_engine_mac.bytes.begin()));
+        }
+    }
 }

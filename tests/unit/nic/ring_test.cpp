@@ -1,6 +1,6 @@
 // Ring logic of the igb driver against descriptors this test writes the way the device would,
 // including a device that lies: bad lengths, chains, stale DD bits, head indexes out of range.
-#include "nic/ring.hpp"
+#include "nic/e1000/ring.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/igb/regs.hpp"
 
 using namespace bardrive::nic;
 namespace igb = bardrive::nic::igb;
@@ -28,7 +28,7 @@ struct Buffers {
 };
 
 // What the device does on receive: fills the write-back format of descriptor `i`.
-void device_rx(igb::AdvRxDesc& d, std::uint16_t len, std::uint32_t status = igb::rxd::DD | igb::rxd::EOP) {
+void device_rx(e1000::AdvRxDesc& d, std::uint16_t len, std::uint32_t status = e1000::rxd::DD | e1000::rxd::EOP) {
     std::memset(&d, 0, sizeof d);
     d.wb.length = len;
     d.wb.status_error = status;
@@ -43,12 +43,12 @@ TEST_CASE("ring sizes must be powers of two the device can address") {
         CHECK_THROWS_AS(check_ring_size(bad, "rx ring"), bardrive::Error);
     }
     CHECK_THROWS_WITH(check_ring_size(100, "tx ring"), Catch::Matchers::ContainsSubstring("power of two"));
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     CHECK_THROWS_WITH(RxRing(d.data(), 8, 32), Catch::Matchers::ContainsSubstring("cannot hold a frame"));
 }
 
 TEST_CASE("rx: post fills descriptors in the read format and keeps one slot empty") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     std::memset(d.data(), 0xff, d.size() * sizeof d[0]);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(16);
@@ -67,7 +67,7 @@ TEST_CASE("rx: post fills descriptors in the read format and keeps one slot empt
 }
 
 TEST_CASE("rx: poll harvests done descriptors in order, stops at the first not done") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(7));
@@ -92,7 +92,7 @@ TEST_CASE("rx: poll harvests done descriptors in order, stops at the first not d
 }
 
 TEST_CASE("rx: the batch limit is respected and the rest stays for the next poll") {
-    std::vector<igb::AdvRxDesc> d(16);
+    std::vector<e1000::AdvRxDesc> d(16);
     RxRing ring(d.data(), 16, kBuf);
     Buffers b(16);
     ring.post(b.pkts);
@@ -107,7 +107,7 @@ TEST_CASE("rx: the batch limit is respected and the rest stays for the next poll
 
 TEST_CASE("rx: wrap-around over many rings' worth keeps order and recycles buffers") {
     constexpr std::uint32_t n = 8;
-    std::vector<igb::AdvRxDesc> d(n);
+    std::vector<e1000::AdvRxDesc> d(n);
     RxRing ring(d.data(), n, kBuf);
     Buffers b(n);
     std::vector<Packet> pool(b.pkts.begin(), b.pkts.end());
@@ -137,7 +137,7 @@ TEST_CASE("rx: wrap-around over many rings' worth keeps order and recycles buffe
 }
 
 TEST_CASE("rx: impossible lengths are counted drops and the buffer goes straight back to the device") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(7));
@@ -162,15 +162,15 @@ TEST_CASE("rx: impossible lengths are counted drops and the buffer goes straight
 }
 
 TEST_CASE("rx: frame errors and multi-descriptor chains are dropped whole") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(7));
-    device_rx(d[0], 64, igb::rxd::DD | igb::rxd::EOP | igb::rxd::ERR_RXE);
-    device_rx(d[1], kBuf, igb::rxd::DD);  // chain: 3 descriptors, EOP on the last
-    device_rx(d[2], kBuf, igb::rxd::DD);
-    device_rx(d[3], 100, igb::rxd::DD | igb::rxd::EOP);
-    device_rx(d[4], 64, igb::rxd::DD | igb::rxd::EOP | igb::rxd::ERR_IPE);  // checksum only: delivered
+    device_rx(d[0], 64, e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::ERR_RXE);
+    device_rx(d[1], kBuf, e1000::rxd::DD);  // chain: 3 descriptors, EOP on the last
+    device_rx(d[2], kBuf, e1000::rxd::DD);
+    device_rx(d[3], 100, e1000::rxd::DD | e1000::rxd::EOP);
+    device_rx(d[4], 64, e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::ERR_IPE);  // checksum only: delivered
     Packet out[8];
     REQUIRE(ring.poll(out) == 1);
     CHECK(out[0].buf == 4);
@@ -180,7 +180,7 @@ TEST_CASE("rx: frame errors and multi-descriptor chains are dropped whole") {
 }
 
 TEST_CASE("rx: a device that sets DD on everything cannot keep poll spinning") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(7));
@@ -191,7 +191,7 @@ TEST_CASE("rx: a device that sets DD on everything cannot keep poll spinning") {
 }
 
 TEST_CASE("rx: drain returns every posted buffer") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(5));
@@ -202,7 +202,7 @@ TEST_CASE("rx: drain returns every posted buffer") {
 }
 
 TEST_CASE("tx: push writes advanced data descriptors, report-status on the batch's last") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     std::uint32_t head = 0;
     TxRing ring(d.data(), 8, &head, kBuf);
     Buffers b(8);
@@ -212,20 +212,20 @@ TEST_CASE("tx: push writes advanced data descriptors, report-status on the batch
     for (int i = 0; i < 3; ++i) {
         CHECK(d[i].read.buffer_addr == b.pkts[i].iova);
         std::uint32_t c = d[i].read.cmd_type_len;
-        CHECK((c & igb::txd::DTALEN_MASK) == 60u + i);
-        CHECK((c & igb::txd::DTYP_DATA) == igb::txd::DTYP_DATA);
-        CHECK((c & igb::txd::CMD_DEXT) != 0);
-        CHECK((c & igb::txd::CMD_EOP) != 0);
-        CHECK((c & igb::txd::CMD_IFCS) != 0);
-        CHECK((c & igb::txd::CMD_RS) == (i == 2 ? igb::txd::CMD_RS : 0u));
-        CHECK(d[i].read.olinfo_status >> igb::txd::PAYLEN_SHIFT == 60u + i);
+        CHECK((c & e1000::txd::DTALEN_MASK) == 60u + i);
+        CHECK((c & e1000::txd::DTYP_DATA) == e1000::txd::DTYP_DATA);
+        CHECK((c & e1000::txd::CMD_DEXT) != 0);
+        CHECK((c & e1000::txd::CMD_EOP) != 0);
+        CHECK((c & e1000::txd::CMD_IFCS) != 0);
+        CHECK((c & e1000::txd::CMD_RS) == (i == 2 ? e1000::txd::CMD_RS : 0u));
+        CHECK(d[i].read.olinfo_status >> e1000::txd::PAYLEN_SHIFT == 60u + i);
     }
     CHECK(ring.counters().packets == 3);
     CHECK(ring.counters().bytes == 183);
 }
 
 TEST_CASE("tx: a full ring takes what fits; refused lengths stop the batch and are counted") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     std::uint32_t head = 0;
     TxRing ring(d.data(), 8, &head, 1514);
     Buffers b(16);
@@ -234,7 +234,7 @@ TEST_CASE("tx: a full ring takes what fits; refused lengths stop the batch and a
     CHECK(ring.free_slots() == 0);
     CHECK(ring.push(b.pkts) == 0);
 
-    std::vector<igb::AdvTxDesc> d2(8);
+    std::vector<e1000::AdvTxDesc> d2(8);
     TxRing ring2(d2.data(), 8, &head, 1514);
     b.pkts[2].len = 1515;
     CHECK(ring2.push(std::span(b.pkts).first(5)) == 2);
@@ -246,7 +246,7 @@ TEST_CASE("tx: a full ring takes what fits; refused lengths stop the batch and a
 
 TEST_CASE("tx: reclaim follows the head write-back across wrap-around") {
     constexpr std::uint32_t n = 8;
-    std::vector<igb::AdvTxDesc> d(n);
+    std::vector<e1000::AdvTxDesc> d(n);
     std::uint32_t head = 0;
     TxRing ring(d.data(), n, &head, kBuf);
     Buffers b(n);
@@ -272,7 +272,7 @@ TEST_CASE("tx: reclaim follows the head write-back across wrap-around") {
 }
 
 TEST_CASE("tx: a head write-back out of range or beyond the tail is a counted error, not a reclaim") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     std::uint32_t head = 0;
     TxRing ring(d.data(), 8, &head, kBuf);
     Buffers b(8);
@@ -296,45 +296,45 @@ TEST_CASE("tx: a head write-back out of range or beyond the tail is a counted er
 }
 
 TEST_CASE("tx without head write-back (82574): every descriptor reports, reclaim follows DD in order") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     TxRing ring(d.data(), 8, nullptr, kBuf, TxFormat::e1000e_extended);
     Buffers b(8);
     for (auto& p : b.pkts) p.len = 100;
     REQUIRE(ring.push(std::span(b.pkts).first(4)) == 4);
     for (int i = 0; i < 4; ++i) {
         std::uint32_t c = d[i].read.cmd_type_len;
-        CHECK((c & (0xfu << 20)) == igb::txd::DTYP_E1000E_DATA);
-        CHECK((c & igb::txd::CMD_RS) != 0);
-        CHECK((c & igb::txd::CMD_DEXT) != 0);
+        CHECK((c & (0xfu << 20)) == e1000::txd::DTYP_E1000E_DATA);
+        CHECK((c & e1000::txd::CMD_RS) != 0);
+        CHECK((c & e1000::txd::CMD_DEXT) != 0);
         CHECK(d[i].read.olinfo_status == 0);
     }
     Packet out[8];
     CHECK(ring.reclaim(out) == 0);
-    d[0].wb.status = igb::txd::STA_DD;
-    d[2].wb.status = igb::txd::STA_DD;  // out of order: waits for 1
+    d[0].wb.status = e1000::txd::STA_DD;
+    d[2].wb.status = e1000::txd::STA_DD;  // out of order: waits for 1
     REQUIRE(ring.reclaim(out) == 1);
     CHECK(out[0].buf == 0);
-    d[1].wb.status = igb::txd::STA_DD;
+    d[1].wb.status = e1000::txd::STA_DD;
     REQUIRE(ring.reclaim(out) == 2);
     CHECK(out[1].buf == 2);
     // A stale DD from the previous lap is cleared when the slot is reused.
     REQUIRE(ring.push(std::span(b.pkts).subspan(4, 4)) == 4);
-    d[3].wb.status = igb::txd::STA_DD;
+    d[3].wb.status = e1000::txd::STA_DD;
     REQUIRE(ring.reclaim(out) == 1);
     CHECK(ring.in_flight() == 4);
     CHECK(ring.reclaim(out) == 0);  // slots 4..7 were written with status 0
 }
 
 TEST_CASE("rx: each frame carries the device's VLAN and checksum report, nothing else of the status word") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(8);
     ring.post(std::span(b.pkts).first(7));
-    const std::uint32_t ok = igb::rxd::DD | igb::rxd::EOP;
+    const std::uint32_t ok = e1000::rxd::DD | e1000::rxd::EOP;
     device_rx(d[0], 64);
-    device_rx(d[1], 64, ok | igb::rxd::VP | igb::rxd::IPCS | igb::rxd::L4CS | igb::rxd::UDPCS);
+    device_rx(d[1], 64, ok | e1000::rxd::VP | e1000::rxd::IPCS | e1000::rxd::L4CS | e1000::rxd::UDPCS);
     d[1].wb.vlan = 0x2064;
-    device_rx(d[2], 64, ok | igb::rxd::IPCS | igb::rxd::L4CS | igb::rxd::ERR_L4E | igb::rxd::ERR_IPE);
+    device_rx(d[2], 64, ok | e1000::rxd::IPCS | e1000::rxd::L4CS | e1000::rxd::ERR_L4E | e1000::rxd::ERR_IPE);
     device_rx(d[3], 64, ok | (1u << 16) | (1u << 9));  // status bits bardrive does not report
     Packet out[8];
     out[0].l2_len = 14;  // stale values in the caller's array are overwritten
@@ -349,7 +349,7 @@ TEST_CASE("rx: each frame carries the device's VLAN and checksum report, nothing
 }
 
 TEST_CASE("rx: harvesting across the ring's end keeps every check") {
-    std::vector<igb::AdvRxDesc> d(8);
+    std::vector<e1000::AdvRxDesc> d(8);
     RxRing ring(d.data(), 8, kBuf);
     Buffers b(16);
     ring.post(std::span(b.pkts).first(7));
@@ -360,8 +360,8 @@ TEST_CASE("rx: harvesting across the ring's end keeps every check") {
     device_rx(d[6], 64);
     device_rx(d[7], 13);  // too short, at the ring's last slot
     device_rx(d[0], 100);
-    device_rx(d[1], 0, igb::rxd::DD);  // a chain across...
-    device_rx(d[2], 64);               // ...ending here
+    device_rx(d[1], 0, e1000::rxd::DD);  // a chain across...
+    device_rx(d[2], 64);                 // ...ending here
     device_rx(d[3], 200);
     REQUIRE(ring.poll(out) == 3);
     CHECK(out[0].len == 64);
@@ -373,7 +373,7 @@ TEST_CASE("rx: harvesting across the ring's end keeps every check") {
 }
 
 TEST_CASE("tx: offloads put a context descriptor before the frame's, with its lengths and tag") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     std::uint32_t head = 0;
     TxRing ring(d.data(), 8, &head, kBuf);
     Buffers b(8);
@@ -387,22 +387,23 @@ TEST_CASE("tx: offloads put a context descriptor before the frame's, with its le
     b.pkts[2].l3_len = 24;
     REQUIRE(ring.push(std::span(b.pkts).first(3)) == 3);
     CHECK(ring.tail() == 5);  // 3 frames, 2 contexts
-    CHECK(d[0].read.olinfo_status == 100u << igb::txd::PAYLEN_SHIFT);
-    const auto& c1 = reinterpret_cast<const igb::AdvTxContextDesc&>(d[1]);
+    CHECK(d[0].read.olinfo_status == 100u << e1000::txd::PAYLEN_SHIFT);
+    const auto& c1 = reinterpret_cast<const e1000::AdvTxContextDesc&>(d[1]);
     CHECK(c1.vlan_macip_lens == (0x0064u << 16 | 14u << 9 | 20u));
-    CHECK(c1.type_tucmd_mlhl == (igb::txd::DTYP_CONTEXT | igb::txd::CMD_DEXT | igb::txd::TUCMD_IPV4));
+    CHECK(c1.type_tucmd_mlhl == (e1000::txd::DTYP_CONTEXT | e1000::txd::CMD_DEXT | e1000::txd::TUCMD_IPV4));
     CHECK(c1.mss_l4len_idx == 0);
     CHECK(d[2].read.buffer_addr == b.pkts[1].iova);
-    CHECK((d[2].read.cmd_type_len & igb::txd::CMD_VLE) != 0);
-    CHECK(d[2].read.olinfo_status == (100u << igb::txd::PAYLEN_SHIFT | igb::txd::POPTS_IXSM | igb::txd::POPTS_TXSM));
-    const auto& c2 = reinterpret_cast<const igb::AdvTxContextDesc&>(d[3]);
+    CHECK((d[2].read.cmd_type_len & e1000::txd::CMD_VLE) != 0);
+    CHECK(d[2].read.olinfo_status ==
+          (100u << e1000::txd::PAYLEN_SHIFT | e1000::txd::POPTS_IXSM | e1000::txd::POPTS_TXSM));
+    const auto& c2 = reinterpret_cast<const e1000::AdvTxContextDesc&>(d[3]);
     CHECK(c2.vlan_macip_lens == (18u << 9 | 24u));
     CHECK(c2.type_tucmd_mlhl ==
-          (igb::txd::DTYP_CONTEXT | igb::txd::CMD_DEXT | igb::txd::TUCMD_IPV4 | igb::txd::TUCMD_L4T_TCP));
-    CHECK((d[4].read.cmd_type_len & igb::txd::CMD_VLE) == 0);
-    CHECK(d[4].read.olinfo_status == (100u << igb::txd::PAYLEN_SHIFT | igb::txd::POPTS_TXSM));
-    CHECK((d[4].read.cmd_type_len & igb::txd::CMD_RS) != 0);
-    CHECK((d[2].read.cmd_type_len & igb::txd::CMD_RS) == 0);
+          (e1000::txd::DTYP_CONTEXT | e1000::txd::CMD_DEXT | e1000::txd::TUCMD_IPV4 | e1000::txd::TUCMD_L4T_TCP));
+    CHECK((d[4].read.cmd_type_len & e1000::txd::CMD_VLE) == 0);
+    CHECK(d[4].read.olinfo_status == (100u << e1000::txd::PAYLEN_SHIFT | e1000::txd::POPTS_TXSM));
+    CHECK((d[4].read.cmd_type_len & e1000::txd::CMD_RS) != 0);
+    CHECK((d[2].read.cmd_type_len & e1000::txd::CMD_RS) == 0);
     // Completion gives back the three frames and an empty slot for each context.
     head = 5;
     Packet out[8];
@@ -415,7 +416,7 @@ TEST_CASE("tx: offloads put a context descriptor before the frame's, with its le
 }
 
 TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and never overfill it") {
-    std::vector<igb::AdvTxDesc> d(8);
+    std::vector<e1000::AdvTxDesc> d(8);
     std::uint32_t head = 0;
     TxRing ring(d.data(), 8, &head, kBuf);
     Buffers b(8);
@@ -434,7 +435,7 @@ TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and neve
     CHECK(ring.free_slots() == 1);
     CHECK(ring.push(b.pkts) == 0);
 
-    std::vector<igb::AdvTxDesc> d2(8);
+    std::vector<e1000::AdvTxDesc> d2(8);
     TxRing e1000e(d2.data(), 8, nullptr, kBuf, TxFormat::e1000e_extended);
     CHECK(e1000e.push(std::span(b.pkts).first(1)) == 0);  // the 82574's context descriptor differs
     CHECK(e1000e.counters().bad_offload == 1);

@@ -5,15 +5,15 @@
 
 #include <cstdint>
 
-#include "e1000e_regs.hpp"
-#include "igb_desc.hpp"
+#include "../e1000e/regs.hpp"
+#include "desc.hpp"
 
 namespace bardrive::nic {
 
 struct QueuePair {
-    igb::AdvRxDesc* rx;  // rx_size descriptors, empty (head = tail = 0) when handed out
+    e1000::AdvRxDesc* rx;  // rx_size descriptors, empty (head = tail = 0) when handed out
     std::uint32_t rx_size;
-    igb::AdvTxDesc* tx;
+    e1000::AdvTxDesc* tx;
     std::uint32_t tx_size;
     volatile std::uint32_t* rdt;  // tail doorbells (BAR 0)
     volatile std::uint32_t* tdt;

@@ -9,29 +9,13 @@
 #include <string>
 #include <thread>
 
-#include "../vfio/mmio.hpp"
-#include "mac_address.hpp"
+#include "../../vfio/mmio.hpp"
+#include "../mac_address.hpp"
+#include "../port.hpp"
+#include "../stats.hpp"
 #include "ring.hpp"
 
 namespace bardrive::nic {
-
-enum class Loopback {
-    none,
-    mac,  // RCTL.LBM = 01: frames sent come back to this port's receive path, nothing leaves the port
-    phy,  // PHY BMCR loopback
-};
-
-// Counters the driver keeps per queue (the data path never touches the device to count).
-struct QueueStats {
-    std::uint64_t packets = 0;
-    std::uint64_t bytes = 0;
-    std::uint64_t doorbells = 0;     // tail writes: one per batch that moved the tail
-    std::uint64_t bad_length = 0;    // rx: impossible length from the device; tx: frames refused
-    std::uint64_t chained = 0;       // rx: frames spread over several buffers (dropped)
-    std::uint64_t frame_errors = 0;  // rx: the device flagged the frame bad (dropped)
-    std::uint64_t no_buffers = 0;    // rx: refills that found the pool empty
-    std::uint64_t bad_head = 0;      // tx: head write-back out of range (ignored)
-};
 
 // A ring's counters as QueueStats (the driver adds doorbells and empty refills).
 inline QueueStats rx_queue_stats(const RxRingCounters& c) noexcept {
@@ -52,30 +36,7 @@ inline QueueStats tx_queue_stats(const TxRingCounters& c) noexcept {
     return s;
 }
 
-// The device's own counters (clear-on-read registers, accumulated here since init), 8.19.
-struct DeviceStats {
-    std::uint64_t rx_packets = 0;     // GPRC
-    std::uint64_t tx_packets = 0;     // GPTC
-    std::uint64_t rx_bytes = 0;       // GORC (includes the 4-byte CRC per frame)
-    std::uint64_t tx_bytes = 0;       // GOTC (includes CRC)
-    std::uint64_t rx_total = 0;       // TPR
-    std::uint64_t tx_total = 0;       // TPT
-    std::uint64_t rx_broadcast = 0;   // BPRC
-    std::uint64_t rx_multicast = 0;   // MPRC
-    std::uint64_t rx_missed = 0;      // MPC
-    std::uint64_t rx_no_buffers = 0;  // RNBC
-    std::uint64_t rx_undersize = 0;   // RUC
-    std::uint64_t rx_oversize = 0;    // ROC
-    std::uint64_t crc_errors = 0;     // CRCERRS
-};
-
-// A change of link state that poll_link() reports.
-struct LinkEvent {
-    bool up = false;
-    unsigned speed_mbps = 0;  // 10, 100 or 1000 when up; 0 when down
-};
-
-namespace e1000x {
+namespace e1000 {
 
 // Polls `done` every 100 us until it holds or `timeout` passes; true when it held.
 template <class F>
@@ -94,9 +55,10 @@ bool poll_until(F done, std::chrono::milliseconds timeout) {
 // MAC of ff:ff:ff:ff:ff:ff.
 bool answering(const vfio::Mmio& regs) noexcept;
 void require_answering(const vfio::Mmio& regs, const std::string& who, const char* step);
-// Global reset (CTRL.RST) with every interrupt masked before and after; `extended` also masks EIMC
-// (82576). Throws bardrive::Error naming `who` when the reset does not complete.
-void reset(const vfio::Mmio& regs, const std::string& who, bool extended);
+// Global reset (CTRL.RST) with every interrupt masked before and after, also through the part's
+// extended interrupt mask clear register when it has one (the 82576's EIMC; 0: none). Throws
+// bardrive::Error naming `who` when the reset does not complete.
+void reset(const vfio::Mmio& regs, const std::string& who, std::uint32_t extended_mask_clear = 0);
 // Writes a register of the internal PHY through MDIC; throws when MDIC reports an error or times out.
 void phy_write(const vfio::Mmio& regs, const std::string& who, std::uint32_t reg, std::uint16_t value);
 // Sets link up, restarts auto-negotiation (PHY loopback if asked), waits for STATUS.LU up to timeout_ms;
@@ -117,8 +79,10 @@ struct LinkWatch {
     // polling interval is not seen.
     std::optional<LinkEvent> poll(const vfio::Mmio& regs) noexcept;
 };
+// Sets `group`'s bit in the multicast table (RCTL.MO = 00: the hash is destination bits 47:36).
+void add_multicast(const vfio::Mmio& regs, const MacAddress& group) noexcept;
 // Reads the clear-on-read counters and adds them to `totals`.
 void accumulate(const vfio::Mmio& regs, DeviceStats& totals) noexcept;
 
-}  // namespace e1000x
+}  // namespace e1000
 }  // namespace bardrive::nic

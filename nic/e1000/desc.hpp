@@ -1,4 +1,5 @@
-// 82576 advanced descriptors as the device reads and writes them (little endian, 16 bytes each).
+// The e1000 family's 16-byte descriptors (the 82576's advanced ones; the 82574's extended ones share
+// their layout) as the device reads and writes them (little endian, 16 bytes each).
 // Intel 82576EB GbE Controller Datasheet: 7.1.5 (advanced receive descriptors), 7.2.2.3 (advanced
 // transmit data descriptor). The static_asserts check the layout against those tables.
 #pragma once
@@ -6,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace bardrive::nic::igb {
+namespace bardrive::nic::e1000 {
 
 // Receive, 7.1.5: software hands the device a buffer in the read format; the device overwrites the same
 // 16 bytes with the write-back format once the buffer holds a frame (DD set).
@@ -102,4 +103,4 @@ inline constexpr std::uint32_t RING_ALIGN_DESCS = 8;
 inline constexpr std::uint32_t RING_MAX_DESCS = 32768;
 inline constexpr std::size_t RING_BASE_ALIGN = 128;  // RDBAL/TDBAL: 128-byte aligned (the model masks 5 bits)
 
-}  // namespace bardrive::nic::igb
+}  // namespace bardrive::nic::e1000

@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "../dma/buffer_pool.hpp"
-#include "igb_desc.hpp"
-#include "packet.hpp"
+#include "../../dma/buffer_pool.hpp"
+#include "../packet.hpp"
+#include "desc.hpp"
 
 namespace bardrive::nic {
 
@@ -30,16 +30,16 @@ struct RxRingCounters {
     std::uint64_t frame_errors = 0;  // the device flagged the frame bad (RXE)
 };
 
-static_assert(pkt::RX_VLAN == igb::rxd::VP && pkt::RX_UDP == igb::rxd::UDPCS && pkt::RX_L4_CHECKED == igb::rxd::L4CS &&
-                  pkt::RX_IP_CHECKED == igb::rxd::IPCS && pkt::RX_L4_BAD == igb::rxd::ERR_L4E &&
-                  pkt::RX_IP_BAD == igb::rxd::ERR_IPE,
+static_assert(pkt::RX_VLAN == e1000::rxd::VP && pkt::RX_UDP == e1000::rxd::UDPCS &&
+                  pkt::RX_L4_CHECKED == e1000::rxd::L4CS && pkt::RX_IP_CHECKED == e1000::rxd::IPCS &&
+                  pkt::RX_L4_BAD == e1000::rxd::ERR_L4E && pkt::RX_IP_BAD == e1000::rxd::ERR_IPE,
               "Packet::flags on RX are the descriptor's status/error bits");
 
 class RxRing {
 public:
     // `descs` holds `size` descriptors (DMA memory the device reads); every posted buffer holds
     // `buffer_size` bytes. Throws bardrive::Error for a bad size.
-    RxRing(igb::AdvRxDesc* descs, std::uint32_t size, std::uint32_t buffer_size);
+    RxRing(e1000::AdvRxDesc* descs, std::uint32_t size, std::uint32_t buffer_size);
     RxRing(RxRing&&) noexcept = default;  // slots_ keeps pointing into the moved storage
     RxRing(const RxRing&) = delete;
     RxRing& operator=(const RxRing&) = delete;
@@ -56,7 +56,7 @@ public:
 
     // True when the next descriptor to harvest is done (a frame, or a drop to count).
     bool has_work() const noexcept {
-        return posted() != 0 && (__atomic_load_n(&descs_[clean_].wb.status_error, __ATOMIC_ACQUIRE) & igb::rxd::DD);
+        return posted() != 0 && (__atomic_load_n(&descs_[clean_].wb.status_error, __ATOMIC_ACQUIRE) & e1000::rxd::DD);
     }
 
     std::uint32_t tail() const noexcept { return tail_; }  // the value RDT should hold
@@ -75,7 +75,7 @@ private:
     void repost(const Packet& p) noexcept;
     bool drop(const Packet& p, std::uint32_t status, bool chain) noexcept;
 
-    igb::AdvRxDesc* descs_;
+    e1000::AdvRxDesc* descs_;
     std::uint32_t mask_;
     std::uint32_t buffer_size_;
     std::uint32_t tail_ = 0;
@@ -103,7 +103,7 @@ public:
     // `head_wb` is the 32-bit word the device writes its head index to (TDWBAL/H); null: completions are
     // read from each descriptor's DD bit instead (the 82574 has no head write-back), every descriptor
     // then asks for it. Frames longer than `max_frame` are refused. Throws bardrive::Error for a bad size.
-    TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
+    TxRing(e1000::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
            TxFormat format = TxFormat::igb_advanced);
     TxRing(TxRing&&) noexcept = default;
     TxRing(const TxRing&) = delete;
@@ -138,7 +138,7 @@ private:
     std::uint32_t push_frames(const Packet* in, std::uint32_t count) noexcept;
     bool push_context(const Packet& p, std::uint32_t tail) noexcept;
 
-    igb::AdvTxDesc* descs_;
+    e1000::AdvTxDesc* descs_;
     const std::uint32_t* head_wb_;
     std::uint32_t mask_;
     std::uint32_t max_frame_;
@@ -179,7 +179,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     std::uint32_t tail = tail_;
     for (std::uint32_t left = k; left != 0;) {
         const std::uint32_t run = std::min(left, mask_ + 1 - tail);
-        igb::AdvRxDesc* d = descs_ + tail;
+        e1000::AdvRxDesc* d = descs_ + tail;
         Packet* slot = slots_ + tail;
         for (const std::uint32_t* const end = idx + run; idx != end; ++idx, ++d, ++slot) {
             const std::size_t off = std::size_t{*idx} * stride;
@@ -206,24 +206,24 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     const std::uint32_t longest = buffer_size_ - ETH_HEADER_LEN;
     // What (EOP | RXE) of a frame to hand out must read: EOP alone; inside a chain nothing matches, so
     // the rest of the chain goes to drop() with the same single test.
-    std::uint32_t whole = in_chain_ ? ~0u : igb::rxd::EOP;
+    std::uint32_t whole = in_chain_ ? ~0u : e1000::rxd::EOP;
     Packet* o = out.data();
     std::uint32_t clean = clean_;
     std::uint64_t bytes = 0;
     while (look != 0) {
         const std::uint32_t run = std::min(look, mask_ + 1 - clean);
-        const igb::AdvRxDesc* const begin = descs_ + clean;
-        const igb::AdvRxDesc* d = begin;
+        const e1000::AdvRxDesc* const begin = descs_ + clean;
+        const e1000::AdvRxDesc* d = begin;
         const Packet* slot = slots_ + clean;
-        for (const igb::AdvRxDesc* const end = begin + run; d != end; ++d, ++slot) {
+        for (const e1000::AdvRxDesc* const end = begin + run; d != end; ++d, ++slot) {
             const std::uint32_t status = detail::load_acquire(d->wb.status_error);
-            if (!(status & igb::rxd::DD)) break;
+            if (!(status & e1000::rxd::DD)) break;
             const std::uint32_t len = d->wb.length;
             // Two tests for every check: the frame's last descriptor (EOP), not the rest of a chain, no
             // frame error (RXE); from an Ethernet header up to the buffer's size (len - 14 wraps below 14).
-            if ((status & (igb::rxd::EOP | igb::rxd::ERR_RXE)) != whole || len - ETH_HEADER_LEN > longest)
+            if ((status & (e1000::rxd::EOP | e1000::rxd::ERR_RXE)) != whole || len - ETH_HEADER_LEN > longest)
                 [[unlikely]] {
-                whole = drop(*slot, status, whole != igb::rxd::EOP) ? ~0u : igb::rxd::EOP;
+                whole = drop(*slot, status, whole != e1000::rxd::EOP) ? ~0u : e1000::rxd::EOP;
                 continue;
             }
             *o = *slot;  // its len, flags, vlan, l2_len, l3_len are 0 (refill, post)
@@ -240,7 +240,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     }
     const auto n = static_cast<std::uint32_t>(o - out.data());
     clean_ = clean;
-    in_chain_ = whole != igb::rxd::EOP;
+    in_chain_ = whole != e1000::rxd::EOP;
     counters_.packets += n;
     counters_.bytes += bytes;
     return n;
@@ -255,8 +255,9 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
 template <bool Advanced>
 [[gnu::always_inline]] inline std::uint32_t TxRing::push_frames(const Packet* const in, std::uint32_t count) noexcept {
     // Without head write-back each descriptor reports its own completion.
-    const std::uint32_t type = (Advanced ? igb::txd::DTYP_DATA : igb::txd::DTYP_E1000E_DATA) | igb::txd::CMD_DEXT |
-                               igb::txd::CMD_IFCS | igb::txd::CMD_EOP | (head_wb_ ? 0 : igb::txd::CMD_RS);
+    const std::uint32_t type = (Advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
+                               e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP |
+                               (head_wb_ ? 0 : e1000::txd::CMD_RS);
     const std::uint32_t max_frame = max_frame_, first = tail_;
     std::uint32_t room = free_slots(), tail = first;
     std::uint64_t bytes = 0;
@@ -266,8 +267,8 @@ template <bool Advanced>
         // A run of frames without offloads, up to the batch's end, the room left or the ring's end.
         const auto run =
             static_cast<std::uint32_t>(std::min<std::size_t>(std::min<std::size_t>(end - p, room), mask_ + 1 - tail));
-        igb::AdvTxDesc* const begin = descs_ + tail;
-        igb::AdvTxDesc* d = begin;
+        e1000::AdvTxDesc* const begin = descs_ + tail;
+        e1000::AdvTxDesc* d = begin;
         Slot* slot = slots_ + tail;
         for (const Packet* const run_end = p + run; p != run_end; ++p, ++d, ++slot) {
             // One branch for both: a length from 1 to max_frame (len - 1 wraps for 0), no offload asked.
@@ -277,7 +278,7 @@ template <bool Advanced>
             d->read.buffer_addr = p->iova;
             d->read.cmd_type_len = type | len;
             // PAYLEN (igb); 0 on the 82574, whose descriptor has no such field. Also clears a stale DD.
-            d->read.olinfo_status = Advanced ? len << igb::txd::PAYLEN_SHIFT : 0;
+            d->read.olinfo_status = Advanced ? len << e1000::txd::PAYLEN_SHIFT : 0;
             *slot = Slot{p->pool, p->buf, len};
             bytes += len;
         }
@@ -296,11 +297,11 @@ template <bool Advanced>
         }
         if (room < 2 || !push_context(*p, tail)) break;
         tail = (tail + 1) & mask_;
-        std::uint32_t cmd = type | p->len, olinfo = p->len << igb::txd::PAYLEN_SHIFT;
-        if (p->flags & pkt::TX_VLAN) cmd |= igb::txd::CMD_VLE;
-        if (p->flags & pkt::TX_IP_CSUM) olinfo |= igb::txd::POPTS_IXSM;
-        if (p->flags & (pkt::TX_TCP_CSUM | pkt::TX_UDP_CSUM)) olinfo |= igb::txd::POPTS_TXSM;
-        igb::AdvTxDesc& data = descs_[tail];
+        std::uint32_t cmd = type | p->len, olinfo = p->len << e1000::txd::PAYLEN_SHIFT;
+        if (p->flags & pkt::TX_VLAN) cmd |= e1000::txd::CMD_VLE;
+        if (p->flags & pkt::TX_IP_CSUM) olinfo |= e1000::txd::POPTS_IXSM;
+        if (p->flags & (pkt::TX_TCP_CSUM | pkt::TX_UDP_CSUM)) olinfo |= e1000::txd::POPTS_TXSM;
+        e1000::AdvTxDesc& data = descs_[tail];
         data.read.buffer_addr = p->iova;
         data.read.cmd_type_len = cmd;
         data.read.olinfo_status = olinfo;
@@ -311,7 +312,7 @@ template <bool Advanced>
         ++p;
     }
     // One head write-back per batch is enough: the head covers every descriptor before it.
-    if (tail != first) descs_[(tail - 1) & mask_].read.cmd_type_len |= igb::txd::CMD_RS;
+    if (tail != first) descs_[(tail - 1) & mask_].read.cmd_type_len |= e1000::txd::CMD_RS;
     const auto n = static_cast<std::uint32_t>(p - in);
     tail_ = tail;
     counters_.packets += n;
@@ -323,7 +324,7 @@ inline std::uint32_t TxRing::finished() noexcept {
     if (!head_wb_) {
         std::uint32_t n = 0, at = clean_;
         for (std::uint32_t queued = in_flight();
-             n < queued && (detail::load_acquire(descs_[at].wb.status) & igb::txd::STA_DD); ++n)
+             n < queued && (detail::load_acquire(descs_[at].wb.status) & e1000::txd::STA_DD); ++n)
             at = (at + 1) & mask_;
         return n;
     }

@@ -1,4 +1,4 @@
-#include "nic/ring.hpp"
+#include "nic/e1000/ring.hpp"
 
 #include <algorithm>
 
@@ -9,15 +9,15 @@ namespace bardrive::nic {
 
 void check_ring_size(std::uint32_t descriptors, const char* what) {
     bool pow2 = descriptors != 0 && (descriptors & (descriptors - 1)) == 0;
-    if (!pow2 || descriptors < igb::RING_ALIGN_DESCS || descriptors > igb::RING_MAX_DESCS) {
+    if (!pow2 || descriptors < e1000::RING_ALIGN_DESCS || descriptors > e1000::RING_MAX_DESCS) {
         throw Error("configure ring", what,
-                    log::concat(descriptors, " descriptors is not a power of two from ", igb::RING_ALIGN_DESCS, " to ",
-                                igb::RING_MAX_DESCS),
+                    log::concat(descriptors, " descriptors is not a power of two from ", e1000::RING_ALIGN_DESCS,
+                                " to ", e1000::RING_MAX_DESCS),
                     "pick e.g. 512");
     }
 }
 
-RxRing::RxRing(igb::AdvRxDesc* descs, std::uint32_t size, std::uint32_t buffer_size)
+RxRing::RxRing(e1000::AdvRxDesc* descs, std::uint32_t size, std::uint32_t buffer_size)
     : descs_(descs), mask_(size - 1), buffer_size_(buffer_size) {
     check_ring_size(size, "rx ring");
     if (buffer_size < ETH_MIN_FRAME) {
@@ -35,7 +35,7 @@ std::uint32_t RxRing::post(std::span<const Packet> bufs) noexcept {
 }
 
 void RxRing::repost(const Packet& p) noexcept {
-    igb::AdvRxDesc& d = descs_[tail_];
+    e1000::AdvRxDesc& d = descs_[tail_];
     d.read.pkt_addr = p.iova;
     d.read.hdr_addr = 0;  // also clears the write-back status word, so a stale DD cannot be seen again
     slots_[tail_] = Packet{p.data, p.iova, 0, p.buf, p.pool};  // poll() fills in the rest
@@ -46,11 +46,11 @@ void RxRing::repost(const Packet& p) noexcept {
 // the whole chain is dropped, through its EOP descriptor. Each dropped buffer goes back at the tail.
 // Returns whether the next descriptor is still inside a chain.
 bool RxRing::drop(const Packet& p, std::uint32_t status, bool chain) noexcept {
-    const bool eop = status & igb::rxd::EOP;
+    const bool eop = status & e1000::rxd::EOP;
     if (!eop || chain) {
         ++counters_.chained;
         chain = !eop;
-    } else if (status & igb::rxd::ERR_RXE) {
+    } else if (status & e1000::rxd::ERR_RXE) {
         ++counters_.frame_errors;
     } else {
         ++counters_.bad_length;
@@ -69,12 +69,12 @@ std::uint32_t RxRing::drain(std::span<Packet> out) noexcept {
     return n;
 }
 
-TxRing::TxRing(igb::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
+TxRing::TxRing(e1000::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t* head_wb, std::uint32_t max_frame,
                TxFormat format)
     : descs_(descs),
       head_wb_(head_wb),
       mask_(size - 1),
-      max_frame_(std::min<std::uint32_t>(max_frame, igb::txd::DTALEN_MASK)),
+      max_frame_(std::min<std::uint32_t>(max_frame, e1000::txd::DTALEN_MASK)),
       format_(format) {
     check_ring_size(size, "tx ring");
     storage_.resize(size);
@@ -90,12 +90,12 @@ bool TxRing::push_context(const Packet& p, std::uint32_t tail) noexcept {
         ++counters_.bad_offload;
         return false;
     }
-    auto& c = reinterpret_cast<igb::AdvTxContextDesc&>(descs_[tail]);
-    c.vlan_macip_lens = (p.flags & pkt::TX_VLAN ? std::uint32_t{p.vlan} << igb::txd::VLAN_SHIFT : 0) |
-                        std::uint32_t{p.l2_len} << igb::txd::MACLEN_SHIFT | p.l3_len;
+    auto& c = reinterpret_cast<e1000::AdvTxContextDesc&>(descs_[tail]);
+    c.vlan_macip_lens = (p.flags & pkt::TX_VLAN ? std::uint32_t{p.vlan} << e1000::txd::VLAN_SHIFT : 0) |
+                        std::uint32_t{p.l2_len} << e1000::txd::MACLEN_SHIFT | p.l3_len;
     c.seqnum_seed = 0;
-    c.type_tucmd_mlhl = igb::txd::DTYP_CONTEXT | igb::txd::CMD_DEXT | (csum ? igb::txd::TUCMD_IPV4 : 0) |
-                        (p.flags & pkt::TX_TCP_CSUM ? igb::txd::TUCMD_L4T_TCP : 0);
+    c.type_tucmd_mlhl = e1000::txd::DTYP_CONTEXT | e1000::txd::CMD_DEXT | (csum ? e1000::txd::TUCMD_IPV4 : 0) |
+                        (p.flags & pkt::TX_TCP_CSUM ? e1000::txd::TUCMD_L4T_TCP : 0);
     c.mss_l4len_idx = 0;                 // context 0
     slots_[tail] = Slot{nullptr, 0, 0};  // nothing to give back when it completes
     return true;

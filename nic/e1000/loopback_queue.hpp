@@ -21,9 +21,9 @@
 
 #include <cstdint>
 
-#include "../core/hd.hpp"
-#include "igb_desc.hpp"
-#include "packet.hpp"
+#include "../../core/hd.hpp"
+#include "../packet.hpp"
+#include "desc.hpp"
 #include "queue_pair.hpp"
 
 namespace bardrive::nic {
@@ -113,15 +113,15 @@ struct LoopbackQueue {
             std::uint64_t slot = std::uint64_t{qp.rx_size + t} * qp.header_slot;
             write_header(qp.headers + slot, len, tx_seq++);
             // The 82574's extended data descriptor: another type, and no PAYLEN (those bits are its VLAN).
-            const std::uint32_t data_desc =
-                (qp.rx_ps ? igb::txd::DTYP_E1000E_DATA : igb::txd::DTYP_DATA) | igb::txd::CMD_DEXT | igb::txd::CMD_IFCS;
+            const std::uint32_t data_desc = (qp.rx_ps ? e1000::txd::DTYP_E1000E_DATA : e1000::txd::DTYP_DATA) |
+                                            e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS;
             qp.tx[t].read.buffer_addr = qp.headers_iova + slot;
             qp.tx[t].read.cmd_type_len = header_bytes | data_desc;
-            qp.tx[t].read.olinfo_status = qp.rx_ps ? 0 : (header_bytes + len) << igb::txd::PAYLEN_SHIFT;
+            qp.tx[t].read.olinfo_status = qp.rx_ps ? 0 : (header_bytes + len) << e1000::txd::PAYLEN_SHIFT;
             std::uint32_t u = (t + 1) & (qp.tx_size - 1);
             qp.tx[u].read.buffer_addr = src + off;
             qp.tx[u].read.cmd_type_len =
-                len | data_desc | igb::txd::CMD_EOP | (k + 1 == n ? igb::txd::CMD_RS : 0u);  // one head write-back
+                len | data_desc | e1000::txd::CMD_EOP | (k + 1 == n ? e1000::txd::CMD_RS : 0u);  // one head write-back
             qp.tx[u].read.olinfo_status = 0;
             tx_tail = (u + 1) & (qp.tx_size - 1);
             off += len;
@@ -139,11 +139,11 @@ struct LoopbackQueue {
         while (status == Status::ok && copy_count != 0) {
             std::uint32_t i = rx_clean;
             RxDone r = read_rx(i);
-            if (!(r.status & igb::rxd::DD)) break;
+            if (!(r.status & e1000::rxd::DD)) break;
             Copy& c = copies[copy_head];
             std::uint32_t want = frame_data(c.left);
             const std::uint8_t* h = qp.headers + std::uint64_t{i} * qp.header_slot;
-            if (!(r.status & igb::rxd::EOP) || r.error) return fail(check_status);
+            if (!(r.status & e1000::rxd::EOP) || r.error) return fail(check_status);
             if (r.length != want) return fail(check_length);
             if (!r.split || r.header_length != header_bytes) return fail(check_split);
             if (be16(h + 34) != port || be16(h + 18) != rx_seq || be16(h + 16) != 28 + want) return fail(check_header);
@@ -209,7 +209,7 @@ private:
         if (qp.rx_ps) {
             const volatile e1000e::PsRxDesc* d = qp.rx_ps + i;
             r.status = d->wb.status_error;
-            if (!(r.status & igb::rxd::DD)) return r;
+            if (!(r.status & e1000::rxd::DD)) return r;
             io::rmb();  // the rest of the write-back and the header after the done bit
             r.error = (r.status & e1000e::psd::ERR_MASK) != 0;
             r.length = d->wb.length[0];
@@ -217,15 +217,15 @@ private:
             r.split = (hs & e1000e::psd::HDRSP) != 0 && d->wb.length0 == (hs & e1000e::psd::HDRLEN_MASK);
             r.header_length = hs & e1000e::psd::HDRLEN_MASK;
         } else {
-            const volatile igb::AdvRxDesc* d = qp.rx + i;
+            const volatile e1000::AdvRxDesc* d = qp.rx + i;
             r.status = d->wb.status_error;
-            if (!(r.status & igb::rxd::DD)) return r;
+            if (!(r.status & e1000::rxd::DD)) return r;
             io::rmb();
-            r.error = (r.status & igb::rxd::ERR_MASK) != 0;
+            r.error = (r.status & e1000::rxd::ERR_MASK) != 0;
             r.length = d->wb.length;
             std::uint16_t hdr_info = d->wb.hdr_info;
-            r.split = (hdr_info & igb::rxd::HDR_SPH) != 0;
-            r.header_length = (hdr_info >> igb::rxd::HDR_LEN_SHIFT) & igb::rxd::HDR_LEN_MASK;
+            r.split = (hdr_info & e1000::rxd::HDR_SPH) != 0;
+            r.header_length = (hdr_info >> e1000::rxd::HDR_LEN_SHIFT) & e1000::rxd::HDR_LEN_MASK;
         }
         return r;
     }

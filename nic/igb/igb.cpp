@@ -1,4 +1,4 @@
-#include "nic/igb.hpp"
+#include "nic/igb/igb.hpp"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/e1000/engine.hpp"
+#include "nic/igb/regs.hpp"
 #include "nic/rss.hpp"
 
 namespace bardrive::nic {
@@ -27,10 +28,11 @@ constexpr std::uint32_t kLongestFrame = 9728 - 4;  // the 82576's 9.5 KB receive
 
 std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
-std::uint32_t header_slot(const IgbOptions& o) { return o.rx_header_bytes ? o.rx_header_bytes : 64; }
-// External queues: per queue pair, one header slot per RX and per TX descriptor.
-std::size_t header_slots_bytes(const IgbOptions& o) { return std::size_t{o.rx_ring + o.tx_ring} * header_slot(o); }
-using e1000x::poll_until;
+// Engine ports: per queue pair, one header slot per RX and per TX descriptor.
+std::size_t header_slots_bytes(const IgbOptions& o, std::uint32_t slot) {
+    return std::size_t{o.rx_ring + o.tx_ring} * slot;
+}
+using e1000::poll_until;
 
 // SRRCTL.BSIZEPACKET for a pool's buffers: whole KiB, at most 127.
 std::uint32_t rx_buffer_kib(const dma::BufferPool& pool) {
@@ -45,28 +47,57 @@ Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, dma::BufferPool& rx_po
 Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools,
          const IgbOptions& o)
     : dev_(&device), options_(o) {
-    check_options(o, rx_pools);
+    start(Config{o}, iovas, rx_pools);
+}
+
+// An engine: MAC loopback, external queues with header split (LoopbackQueue's 64-byte slots), a
+// locally administered address nobody sends to, no broadcast.
+Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, const EngineOptions& e) : dev_(&device) {
+    e1000::check_engine_payload(device.bdf().str(), e.payload, kLongestFrame);
+    Config c;
+    c.engine = true;
+    c.port.rx_queues = c.port.tx_queues = e.queues;
+    c.port.rx_ring = c.port.tx_ring = e.ring;
+    c.port.loopback = Loopback::mac;
+    c.port.broadcast = false;
+    c.port.mac = loopback_engine_mac;
+    c.port.max_frame = std::max<std::uint32_t>(kStandardFrame, e.payload + LoopbackQueue::header_bytes);
+    c.rx_header_bytes = LoopbackQueue::header_slot;
+    // QEMU's model counts the split header into the buffer when it checks for room: one KiB more.
+    c.rx_buffer_bytes = (e.payload + LoopbackQueue::header_bytes + 1023) / 1024 * 1024;
+    c.payload = e.payload;
+    options_ = c.port;
+    start(c, iovas, {});
+}
+
+void Igb::start(const Config& c, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools) {
+    check_options(c, rx_pools);
     check_identity();
+    engine_ = c.engine;
+    payload_ = c.payload;
+    if (c.rx_header_bytes) header_slot_ = c.rx_header_bytes;
     try {
-        init(o, iovas, rx_pools);
+        init(c, iovas, rx_pools);
     } catch (...) {
         stop();  // a half-initialised device must not keep DMA going into memory about to be freed
         throw;
     }
 }
 
-Igb::Igb(vfio::Device& device, dma::IovaAllocator& iovas, const IgbOptions& o) : dev_(&device), options_(o) {
-    check_options(o, {});
-    check_identity();
-    try {
-        init(o, iovas, {});
-    } catch (...) {
-        stop();
-        throw;
-    }
+std::unique_ptr<Port> Igb::open(vfio::Device& device, dma::IovaAllocator& iovas,
+                                std::span<dma::BufferPool* const> rx_pools, const PortOptions& options) {
+    IgbOptions o;
+    static_cast<PortOptions&>(o) = options;
+    return std::make_unique<Igb>(device, iovas, rx_pools, o);
 }
 
-void Igb::check_options(const IgbOptions& o, std::span<dma::BufferPool* const> rx_pools) const {
+std::unique_ptr<LoopbackEngine> Igb::open_engine(vfio::Device& device, dma::IovaAllocator& iovas,
+                                                 const EngineOptions& options) {
+    return std::make_unique<Igb>(device, iovas, options);
+}
+
+void Igb::check_options(const Config& c, std::span<dma::BufferPool* const> rx_pools) const {
+    const IgbOptions& o = c.port;
     const std::string who = dev_->bdf().str();
     if (o.rx_queues < 1 || o.rx_queues > igb::MAX_QUEUES || o.tx_queues < 1 || o.tx_queues > igb::MAX_QUEUES) {
         throw Error("configure igb", who,
@@ -84,24 +115,10 @@ void Igb::check_options(const IgbOptions& o, std::span<dma::BufferPool* const> r
                     log::concat("the 82576 takes frames of ", ETH_MIN_FRAME, " to ", kLongestFrame,
                                 " bytes (9.5 KB with CRC)"));
     }
-    if (o.external_queues) {
-        if (o.rx_buffer_bytes == 0 || o.rx_buffer_bytes % 1024 != 0 ||
-            o.rx_buffer_bytes / 1024 > igb::srrctl::BSIZEPKT_MASK || o.rx_header_bytes % 64 != 0 ||
-            o.rx_header_bytes / 64 > igb::srrctl::BSIZEHEADER_MASK) {
-            throw Error("configure igb", who,
-                        log::concat("rx buffers of ", o.rx_buffer_bytes, " bytes with ", o.rx_header_bytes,
-                                    "-byte header buffers"),
-                        "external queues need a packet buffer of 1 to 127 KiB in whole KiB and a header buffer "
-                        "of 0 to 960 bytes in steps of 64");
-        }
-        return;
-    }
-    if (o.rx_buffer_bytes != 0 || o.rx_header_bytes != 0) {
-        throw Error("configure igb", who, "rx_buffer_bytes/rx_header_bytes set without external_queues",
-                    "the driver's own rings take their buffer size from the pool");
-    }
+    if (c.engine) return;  // the engine's sizes follow from its payload, checked by the constructor
     if (rx_pools.empty() || std::find(rx_pools.begin(), rx_pools.end(), nullptr) != rx_pools.end()) {
-        throw Error("configure igb", who, "no receive buffer pool", "pass a dma::BufferPool or use external_queues");
+        throw Error("configure igb", who, "no receive buffer pool",
+                    "pass a dma::BufferPool (or open a loopback engine)");
     }
     if (rx_pools.size() != 1 && rx_pools.size() != o.rx_queues) {
         throw Error("configure igb", who,
@@ -128,17 +145,18 @@ void Igb::check_options(const IgbOptions& o, std::span<dma::BufferPool* const> r
     }
 }
 
-void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools) {
+void Igb::init(const Config& c, dma::IovaAllocator& iovas, std::span<dma::BufferPool* const> rx_pools) {
+    const IgbOptions& o = c.port;
     vfio::Device& device = *dev_;
     const std::string who = device.bdf().str();
     bar0_ = device.map_bar(0);
     bar0_.require(0, igb::BAR0_MIN_SIZE);
     device.enable_bus_master();
 
-    e1000x::reset(bar0_, who, true);
-    e1000x::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
-    if (o.mac) e1000x::write_mac(bar0_, *o.mac);
-    mac_ = e1000x::read_mac(bar0_, who);
+    e1000::reset(bar0_, who, igb::EIMC);
+    e1000::bring_link_up(bar0_, who, o.loopback, o.link_timeout_ms);
+    if (o.mac) e1000::write_mac(bar0_, *o.mac);
+    mac_ = e1000::read_mac(bar0_, who);
     link_watch_.poll(bar0_);  // the state init left: later changes are events
     link_watch_.changes = 0;
 
@@ -147,16 +165,16 @@ void Igb::init(const IgbOptions& o, dma::IovaAllocator& iovas, std::span<dma::Bu
     std::size_t tx_bytes = round_up(o.tx_ring * sizeof(igb::AdvTxDesc), kPage);
     std::size_t heads = round_up(o.tx_queues * kHeadWbStride, kPage);
     std::size_t total = o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
-    if (o.external_queues) total += round_up(std::size_t{o.rx_queues} * header_slots_bytes(o), kPage);
+    if (c.engine) total += round_up(std::size_t{o.rx_queues} * header_slots_bytes(o, header_slot_), kPage);
     dma::MemoryOptions mem;
     mem.allow_small_pages = true;  // rings are small: 4 KiB pages are fine when no hugepage is free
     ring_memory_ = dma::Memory::allocate_near(device, total, mem);
     std::fill_n(ring_memory_.data(), ring_memory_.size(), std::byte{0});
     ring_mapping_ = dma::Mapping::map(device.domain(), iovas, ring_memory_);
 
-    if (o.external_queues) headers_ = ring_memory_.data() + o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
-    setup_rx(o, rx_pools);
-    setup_tx(o);
+    if (c.engine) headers_ = ring_memory_.data() + o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
+    setup_rx(c, rx_pools);
+    setup_tx(c);
     if (o.interrupts) setup_interrupts(o);
     log::info("igb ", who, ": up, MAC ", mac_.str(), ", ", link_speed_mbps(), " Mb/s, ", o.rx_queues, " rx / ",
               o.tx_queues, " tx queues");
@@ -181,21 +199,22 @@ void Igb::check_identity() const {
 }
 
 // 4.5.9 (receive initialization).
-void Igb::setup_rx(const IgbOptions& o, std::span<dma::BufferPool* const> pools) {
+void Igb::setup_rx(const Config& c, std::span<dma::BufferPool* const> pools) {
+    const IgbOptions& o = c.port;
     bar0_.write32(igb::RCTL, 0);
     for (unsigned i = 0; i < igb::MTA_REGS; ++i) bar0_.write32(igb::MTA(i), 0);
     for (unsigned i = 1; i < 16; ++i) {  // only our own address in the exact filters
         bar0_.write32(igb::RAL(i), 0);
         bar0_.write32(igb::RAH(i), 0);
     }
-    std::uint32_t split = o.rx_header_bytes > 0 ? (o.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT |
+    std::uint32_t split = c.rx_header_bytes > 0 ? (c.rx_header_bytes / 64) << igb::srrctl::BSIZEHEADER_SHIFT |
                                                       igb::srrctl::DESCTYPE_HDR_SPLIT_ALWAYS
                                                 : igb::srrctl::DESCTYPE_ADV_ONEBUF;
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     rx_.reserve(o.rx_queues);
     for (std::uint16_t q = 0; q < o.rx_queues; ++q) {
-        dma::BufferPool* pool = o.external_queues ? nullptr : pools[pools.size() == 1 ? 0 : q];
-        std::uint32_t kib = pool ? rx_buffer_kib(*pool) : o.rx_buffer_bytes / 1024;
+        dma::BufferPool* pool = c.engine ? nullptr : pools[pools.size() == 1 ? 0 : q];
+        std::uint32_t kib = pool ? rx_buffer_kib(*pool) : c.rx_buffer_bytes / 1024;
         std::uint32_t srrctl = kib | igb::srrctl::DROP_EN | split;
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
@@ -213,16 +232,15 @@ void Igb::setup_rx(const IgbOptions& o, std::span<dma::BufferPool* const> pools)
             throw Error("enable rx queue", dev_->bdf().str(), log::concat("RXDCTL", q, ".ENABLE did not stick"));
         }
         refill(rx_.back());
-        if (!o.external_queues && rx_.back().ring.posted() != o.rx_ring - 1) {
+        if (!c.engine && rx_.back().ring.posted() != o.rx_ring - 1) {
             throw Error("fill rx ring", dev_->bdf().str(), "the buffer pool ran dry while filling the rings");
         }
     }
     // The descriptor carries the RSS hash (PCSD); with one queue RSS stays off and everything lands in queue 0.
-    // Checksum status bits (IPCS/L4CS/UDPCS, IPE/L4E) come with PCSD too; external queues keep them off
+    // Checksum status bits (IPCS/L4CS/UDPCS, IPE/L4E) come with PCSD too; an engine keeps them off
     // (LoopbackQueue takes any error bit for a broken engine).
-    bar0_.write32(
-        igb::RXCSUM,
-        igb::rxcsum::PCSD | (o.rx_checksum && !o.external_queues ? igb::rxcsum::IPOFLD | igb::rxcsum::TUOFLD : 0));
+    bar0_.write32(igb::RXCSUM,
+                  igb::rxcsum::PCSD | (o.rx_checksum && !c.engine ? igb::rxcsum::IPOFLD | igb::rxcsum::TUOFLD : 0));
     if (o.rx_queues > 1) {
         for (unsigned i = 0; i < igb::RETA_ENTRIES / 4; ++i) {
             std::uint32_t v = 0;
@@ -258,7 +276,8 @@ void Igb::setup_rx(const IgbOptions& o, std::span<dma::BufferPool* const> pools)
 }
 
 // 4.5.10 (transmit initialization), with head write-back (8.12) so completions cost one word to read.
-void Igb::setup_tx(const IgbOptions& o) {
+void Igb::setup_tx(const Config& c) {
+    const IgbOptions& o = c.port;
     std::size_t rx_bytes = round_up(o.rx_ring * sizeof(igb::AdvRxDesc), kPage);
     std::size_t tx_bytes = round_up(o.tx_ring * sizeof(igb::AdvTxDesc), kPage);
     std::byte* base = ring_memory_.data() + o.rx_queues * rx_bytes;
@@ -378,13 +397,18 @@ bool Igb::wait_rx(std::uint16_t queue, int timeout_ms) noexcept {
     return dev_->wait_irq(queue, timeout_ms) > 0;
 }
 
-void Igb::release(const Packet& p) noexcept {
-    if (p.pool) p.pool->free(p.buf);
+int Igb::rx_fd(std::uint16_t queue) const noexcept {
+    return interrupts_ && queue < rx_.size() ? dev_->irq_fd(queue) : -1;
 }
 
-bool Igb::link_up() const noexcept { return e1000x::link_up(bar0_); }
+std::uint32_t Igb::features() const noexcept {
+    return feature::TX_IP_CSUM | feature::TX_L4_CSUM | feature::TX_VLAN | feature::RX_CSUM | feature::RX_VLAN_STRIP |
+           feature::RSS | feature::MAC_LOOPBACK | feature::DEVICE_COUNTERS | feature::LINK_SPEED;
+}
 
-unsigned Igb::link_speed_mbps() const noexcept { return e1000x::link_speed_mbps(bar0_); }
+bool Igb::link_up() const noexcept { return e1000::link_up(bar0_); }
+
+unsigned Igb::link_speed_mbps() const noexcept { return e1000::link_speed_mbps(bar0_); }
 
 std::optional<LinkEvent> Igb::poll_link() noexcept {
     if (interrupts_) bar0_.write32(igb::ICR, igb::icr::LSC);  // cleared before STATUS is read: no change is lost
@@ -399,12 +423,7 @@ void Igb::set_promiscuous(bool on) noexcept {
     bar0_.write32(igb::RCTL, rctl);
 }
 
-// 7.1.1.1 (multicast table): with RCTL.MO = 00 the hash is destination address bits 47:36.
-void Igb::add_multicast(const MacAddress& group) noexcept {
-    std::uint32_t hash = ((group.bytes[5] << 8 | group.bytes[4]) >> 4) & 0xfff;
-    std::uint32_t reg = igb::MTA(hash >> 5);
-    bar0_.write32(reg, bar0_.read32(reg) | 1u << (hash & 31));
-}
+void Igb::add_multicast(const MacAddress& group) noexcept { e1000::add_multicast(bar0_, group); }
 
 QueueStats Igb::rx_stats(std::uint16_t queue) const noexcept {
     if (queue >= rx_.size()) return {};
@@ -424,7 +443,7 @@ QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
 }
 
 const DeviceStats& Igb::device_stats() noexcept {
-    e1000x::accumulate(bar0_, device_stats_);
+    e1000::accumulate(bar0_, device_stats_);
     return device_stats_;
 }
 
@@ -442,14 +461,14 @@ std::uint32_t* Igb::tx_head_writeback(std::uint16_t queue) const noexcept {
 }
 
 QueuePair Igb::queue_pair(std::uint16_t queue) const {
-    if (!options_.external_queues || queue >= rx_.size() || queue >= tx_.size()) {
+    if (!engine_ || queue >= rx_.size() || queue >= tx_.size()) {
         throw Error("hand out queue pair", dev_->bdf().str(),
                     log::concat("queue ", queue, " of ", rx_.size(), " rx / ", tx_.size(), " tx queues",
-                                options_.external_queues ? "" : " that nic::Igb drives itself"),
-                    "open the port with IgbOptions::external_queues and enough queues");
+                                engine_ ? "" : " that nic::Igb drives itself"),
+                    "open the port as a loopback engine (nic::EngineOptions) with enough queues");
     }
     auto reg = [&](igb::Reg r) { return reinterpret_cast<volatile std::uint32_t*>(bar0_.data() + r); };
-    auto* headers = reinterpret_cast<std::uint8_t*>(headers_ + queue * header_slots_bytes(options_));
+    auto* headers = reinterpret_cast<std::uint8_t*>(headers_ + queue * header_slots_bytes(options_, header_slot_));
     return QueuePair{rx_[queue].descs,
                      rx_[queue].ring.size(),
                      tx_[queue].descs,
@@ -460,9 +479,30 @@ QueuePair Igb::queue_pair(std::uint16_t queue) const {
                      tx_[queue].head_wb,
                      headers,
                      ring_mapping_.iova_of(headers),
-                     header_slot(options_),
+                     header_slot_,
                      nullptr};
 }
+
+EngineLimits Igb::engine_limits() const noexcept {
+    return EngineLimits{igb::MAX_QUEUES, kLongestFrame - LoopbackQueue::header_bytes, 1, 1};
+}
+
+LoopbackQueue Igb::engine_queue(std::uint16_t queue) const {
+    QueuePair qp = queue_pair(queue);  // throws unless an engine with that queue
+    return e1000::make_engine_queue(qp, payload_, e1000::engine_udp_port(queue, rx_queues()), mac_);
+}
+
+// 82576 8.8.15: one EICR bit per vector in MSI-X mode; vector 0's cause (EICS bit 0) is raised only by
+// send_msi(): no RX queue's IVAR entry is valid on an engine port.
+void Igb::arm_msi() {
+    dev_->enable_irqs(vfio::IrqType::msix, 1);
+    bar0_.write32(igb::GPIE, igb::gpie::MSIX_MODE | igb::gpie::PBA);
+    bar0_.write32(igb::EIAC, 1);  // the cause clears once its message is sent
+    bar0_.write32(igb::EIMS, 1);
+    dev_->wait_irq(0, 0);  // nothing may be counted before the first send_msi()
+}
+
+void Igb::send_msi() noexcept { bar0_.write32(igb::EICS, 1); }
 
 // Stop the device before its rings and buffers go away: disable, mask, reset (no DMA after this),
 // then give every buffer back to its pool.
@@ -472,7 +512,7 @@ void Igb::stop() noexcept {
     bar0_.write32(igb::TCTL, 0);
     bar0_.write32(igb::IMC, ~0u);
     bar0_.write32(igb::EIMC, ~0u);
-    if (interrupts_) dev_->disable_irqs();
+    dev_->disable_irqs();  // the port's vectors, or the one arm_msi() enabled
     bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::RST);
     std::this_thread::sleep_for(1ms);
     poll_until([&] { return !(bar0_.read32(igb::CTRL) & igb::ctrl::RST); }, 100ms);

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "igb_desc.hpp"
+#include "../e1000/desc.hpp"
 
 namespace bardrive::nic::e1000e {
 
@@ -49,8 +49,8 @@ inline constexpr std::uint16_t DEVICE_82574L = 0x10D3;
 // byte 8 and the length at byte 12, DD/EOP in bits 0/1 and RXE in bit 31: the layout of the 82576's
 // advanced descriptor, so the same ring code reads both. 7.2.3: the extended transmit data
 // descriptor has the advanced one's layout too (address, DTALEN/DTYP/DCMD, status), with DTYP 0001.
-using RxDesc = igb::AdvRxDesc;
-using TxDesc = igb::AdvTxDesc;
+using RxDesc = e1000::AdvRxDesc;
+using TxDesc = e1000::AdvTxDesc;
 static_assert(sizeof(RxDesc) == 16 && sizeof(TxDesc) == 16);
 
 // 7.1.5.3: packet split receive descriptor (RFCTL.EXTEN, RCTL.DTYP 01b), 32 bytes: the protocol header

@@ -1,15 +1,15 @@
-#include "nic/e1000_common.hpp"
+#include "nic/e1000/common.hpp"
 
 #include <algorithm>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "nic/igb_regs.hpp"
+#include "nic/e1000/regs.hpp"
 
-namespace bardrive::nic::e1000x {
+namespace bardrive::nic::e1000 {
 
 using namespace std::chrono_literals;
-namespace r = igb;  // the registers below sit at the same offsets on the 82574
+namespace r = e1000;  // the family's registers, at the same offsets on the 82576 and the 82574
 
 // A device that stopped answering (surprise removal, powered down, its PCIe link down) completes every
 // read with all ones; a live 82576/82574 never reads STATUS so (it has reserved bits that read 0).
@@ -23,10 +23,10 @@ void require_answering(const vfio::Mmio& regs, const std::string& who, const cha
 }
 
 // 82576 4.5 / 82574 4.6 (software initialization): mask interrupts, global reset, mask again, take ownership.
-void reset(const vfio::Mmio& regs, const std::string& who, bool extended) {
+void reset(const vfio::Mmio& regs, const std::string& who, std::uint32_t extended_mask_clear) {
     require_answering(regs, who, "reset NIC");
     regs.write32(r::IMC, ~0u);
-    if (extended) regs.write32(r::EIMC, ~0u);
+    if (extended_mask_clear) regs.write32(extended_mask_clear, ~0u);
     regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::RST);
     std::this_thread::sleep_for(1ms);  // the datasheets ask for a pause before the next register access
     if (!poll_until([&] { return !(regs.read32(r::CTRL) & r::ctrl::RST); }, 100ms)) {
@@ -34,7 +34,7 @@ void reset(const vfio::Mmio& regs, const std::string& who, bool extended) {
                     "the device may be wedged: bind it again or reset it through sysfs");
     }
     regs.write32(r::IMC, ~0u);
-    if (extended) regs.write32(r::EIMC, ~0u);
+    if (extended_mask_clear) regs.write32(extended_mask_clear, ~0u);
     (void)regs.read32(r::ICR);
     regs.write32(r::CTRL_EXT, regs.read32(r::CTRL_EXT) | r::ctrl_ext::DRV_LOAD);
 }
@@ -120,6 +120,13 @@ std::optional<LinkEvent> LinkWatch::poll(const vfio::Mmio& regs) noexcept {
     return LinkEvent{now_up, speed};
 }
 
+// 82576 7.1.1.1 / 82574 7.1.1.1 (multicast table).
+void add_multicast(const vfio::Mmio& regs, const MacAddress& group) noexcept {
+    std::uint32_t hash = ((group.bytes[5] << 8 | group.bytes[4]) >> 4) & 0xfff;
+    std::uint32_t reg = r::MTA(hash >> 5);
+    regs.write32(reg, regs.read32(reg) | 1u << (hash & 31));
+}
+
 void accumulate(const vfio::Mmio& regs, DeviceStats& s) noexcept {
     auto rd = [&](r::Reg reg) { return std::uint64_t{regs.read32(reg)}; };
     auto rd64 = [&](r::Reg lo) {  // low first: reading the high half clears both
@@ -141,4 +148,4 @@ void accumulate(const vfio::Mmio& regs, DeviceStats& s) noexcept {
     s.crc_errors += rd(r::CRCERRS);
 }
 
-}  // namespace bardrive::nic::e1000x
+}  // namespace bardrive::nic::e1000
