@@ -1,8 +1,8 @@
-// p2p-rx: NIC A sends N test frames; NIC B receives them straight into another device's BAR window (a
-// GPU's BAR1 in production, the lab's ivshmem BAR2 here), so the payload never touches host memory.
-// Prints packet rate and bandwidth, then checks every frame's bytes through the CPU's view of the window.
-// With --expect-dir DIR it also writes what the window must hold (expect-window0@OFFSET.bin) so the lab
-// runner can compare it with the window's backing file from the host.
+// p2p-rx: NIC A sends N test frames; NIC B (any NIC bardrive drives) receives them straight into another device's BAR
+// window (a GPU's BAR1 in production, the lab's ivshmem BAR2 here), so the payload never touches host memory. Prints
+// packet rate and bandwidth, then checks every frame's bytes through the CPU's view of the window. With --expect-dir
+// DIR it also writes what the window must hold (expect-window0@OFFSET.bin) so the lab runner can compare it with the
+// window's backing file from the host.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,7 +14,7 @@
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
 #include "examples/common.hpp"
-#include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -45,7 +45,7 @@ int main(int argc, char** argv) try {
     dma::BufferPool win_pool(window, 2048);  // every RX buffer lives in the window
     dma::BufferPool host_pool(domain, iovas, 2048, 4096);
 
-    nic::IgbOptions rx_opt;
+    nic::PortOptions rx_opt;
     rx_opt.rx_ring = 512;
     if (count + rx_opt.rx_ring > win_pool.count()) {
         throw Error("check window", window.cpu().name(),
@@ -53,11 +53,12 @@ int main(int argc, char** argv) try {
                                 rx_opt.rx_ring, " do not fit"),
                     "send fewer frames (--count) or use a larger window");
     }
-    nic::Igb a(tx_dev, iovas, host_pool);
-    nic::Igb b(rx_dev, iovas, win_pool, rx_opt);
-    std::printf("p2p-rx: %s (%s) -> %s (%s), RX buffers in %s BAR%lu at IOVA 0x%llx (%zu MiB)\n", tx_bdf.str().c_str(),
-                a.mac().str().c_str(), rx_bdf.str().c_str(), b.mac().str().c_str(), win_bdf.str().c_str(),
-                opt.num("bar", 2), static_cast<unsigned long long>(window.iova()), window.size() >> 20);
+    auto a = nic::open_port(tx_dev, iovas, host_pool);  // whatever NICs these are: igb, e1000e, virtio-net
+    auto b = nic::open_port(rx_dev, iovas, win_pool, rx_opt);
+    std::printf("p2p-rx: %s %s (%s) -> %s %s (%s), RX buffers in %s BAR%lu at IOVA 0x%llx (%zu MiB)\n", a->driver(),
+                tx_bdf.str().c_str(), a->mac().str().c_str(), b->driver(), rx_bdf.str().c_str(), b->mac().str().c_str(),
+                win_bdf.str().c_str(), opt.num("bar", 2), static_cast<unsigned long long>(window.iova()),
+                window.size() >> 20);
 
     std::vector<nic::Packet> held;  // received frames stay in their window buffers until checked
     held.reserve(count);
@@ -70,21 +71,21 @@ int main(int argc, char** argv) try {
             dma::BufferPool::Buffer buf;
             while (k < batch && sent + k < count && host_pool.alloc(buf)) {
                 auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
-                nic::write_test_frame(d, size, b.mac(), a.mac(), sent + k);
+                nic::write_test_frame(d, size, b->mac(), a->mac(), sent + k);
                 pkts[k++] = nic::Packet{d, buf.iova, size, buf.index, &host_pool};
             }
-            std::uint16_t took = a.tx_burst(0, std::span(pkts, k));
-            for (std::uint32_t i = took; i < k; ++i) nic::Igb::release(pkts[i]);
+            std::uint16_t took = a->tx_burst(0, std::span(pkts, k));
+            for (std::uint32_t i = took; i < k; ++i) nic::Port::release(pkts[i]);
             sent += took;
         }
         nic::Packet got[64];
-        std::uint16_t n = b.rx_burst(0, std::span(got, batch));
+        std::uint16_t n = b->rx_burst(0, std::span(got, batch));
         held.insert(held.end(), got, got + n);
         auto now = std::chrono::steady_clock::now();
         if (n) last_rx = idle = now;
         if (now - idle > std::chrono::seconds(5)) break;  // nothing for 5 s: the rest is lost
     }
-    a.tx_reclaim(0);
+    a->tx_reclaim(0);
 
     double secs = std::chrono::duration<double>(last_rx - t0).count();
     double pps = secs > 0 ? static_cast<double>(held.size()) / secs : 0;
@@ -100,15 +101,16 @@ int main(int argc, char** argv) try {
         if (seq && *seq == i && p.len == size) ++good;
         std::size_t off = p.iova - window.iova();
         if (image.size() < off + size) image.resize(off + size, 0);
-        nic::write_test_frame(image.data() + off, size, b.mac(), a.mac(), i);
+        nic::write_test_frame(image.data() + off, size, b->mac(), a->mac(), i);
     }
     std::printf(
         "p2p-rx: %lu frames byte-exact in the window, in order; driver: rx %llu, dropped %llu; device: "
         "tx %llu, rx %llu\n",
-        static_cast<unsigned long>(good), static_cast<unsigned long long>(b.rx_stats(0).packets),
-        static_cast<unsigned long long>(b.rx_stats(0).bad_length + b.rx_stats(0).chained + b.rx_stats(0).frame_errors),
-        static_cast<unsigned long long>(a.device_stats().tx_packets),
-        static_cast<unsigned long long>(b.device_stats().rx_packets));
+        static_cast<unsigned long>(good), static_cast<unsigned long long>(b->rx_stats(0).packets),
+        static_cast<unsigned long long>(b->rx_stats(0).bad_length + b->rx_stats(0).chained +
+                                        b->rx_stats(0).frame_errors),
+        static_cast<unsigned long long>(a->device_stats().tx_packets),
+        static_cast<unsigned long long>(b->device_stats().rx_packets));
     if (opt.has("expect-dir")) {
         std::string path =
             opt.str("expect-dir", ".") + "/expect-window0@" + std::to_string(window.bar_offset()) + ".bin";
@@ -118,7 +120,7 @@ int main(int argc, char** argv) try {
         std::printf("p2p-rx: expected window bytes (%zu) written to %s for the host to compare\n", image.size(),
                     path.c_str());
     }
-    for (const auto& p : held) nic::Igb::release(p);
+    for (const auto& p : held) nic::Port::release(p);
     return good == count ? 0 : 1;
 } catch (const bardrive::Error& e) {
     std::fprintf(stderr, "p2p-rx: error: %s\n", e.what());

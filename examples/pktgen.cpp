@@ -1,13 +1,14 @@
-// pktgen: sends test frames from one igb port as fast as it can, in batches, and prints the rate.
+// pktgen: sends test frames from one port (any NIC bardrive drives) as fast as it can, in batches, and prints the rate.
 //   pktgen [--port BDF] [--count 100000] [--size 60] [--batch 32] [--queues 1] [--dst MAC]
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
-#include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -33,9 +34,9 @@ int main(int argc, char** argv) try {
     auto dev = vfio::Device::open(domain, bdf);
     dma::IovaAllocator iovas(domain);
     dma::BufferPool pool(domain, iovas, 2048, 8192);
-    nic::IgbOptions o;
+    nic::PortOptions o;
     o.tx_queues = queues;
-    nic::Igb port(dev, iovas, pool, o);
+    auto port = nic::open_port(dev, iovas, pool, o);
 
     std::uint64_t sent = 0;
     auto t0 = std::chrono::steady_clock::now();
@@ -45,19 +46,20 @@ int main(int argc, char** argv) try {
         dma::BufferPool::Buffer buf;
         while (k < batch && sent + k < count && pool.alloc(buf)) {
             auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
-            nic::write_test_frame(d, size, dst, port.mac(), sent + k);
+            nic::write_test_frame(d, size, dst, port->mac(), sent + k);
             pkts[k++] = nic::Packet{d, buf.iova, size, buf.index, &pool};
         }
         auto q = static_cast<std::uint16_t>(sent / batch % queues);
-        std::uint16_t took = port.tx_burst(q, std::span(pkts, k));
-        for (std::uint32_t i = took; i < k; ++i) nic::Igb::release(pkts[i]);
-        if (took == 0) port.tx_reclaim(q);
+        std::uint16_t took = port->tx_burst(q, std::span(pkts, k));
+        for (std::uint32_t i = took; i < k; ++i) nic::Port::release(pkts[i]);
+        if (took == 0) port->tx_reclaim(q);
         sent += took;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("pktgen: %s sent %lu frames of %u bytes in %.3f s: %.1f kpps, %.3f Gb/s; device counted %llu\n",
-                bdf.str().c_str(), count, size, secs, count / secs / 1e3, count * size * 8 / secs / 1e9,
-                static_cast<unsigned long long>(port.device_stats().tx_packets));
+    const bool counted = port->features() & nic::feature::DEVICE_COUNTERS;
+    std::printf("pktgen: %s %s sent %lu frames of %u bytes in %.3f s: %.1f kpps, %.3f Gb/s; device counted %s\n",
+                port->driver(), bdf.str().c_str(), count, size, secs, count / secs / 1e3, count * size * 8 / secs / 1e9,
+                counted ? std::to_string(port->device_stats().tx_packets).c_str() : "nothing (it keeps no counters)");
     return 0;
 } catch (const bardrive::Error& e) {
     std::fprintf(stderr, "pktgen: error: %s\n", e.what());
