@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "bench/nic/igb_a_to_b.hpp"
+#include "bench/nic/a_to_b.hpp"
 #include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -92,8 +92,8 @@ int main(int argc, char** argv) try {
     auto b_dev = vfio::Device::open(domain, nics[1]);
     dma::IovaAllocator iovas(domain);
     dma::BufferPool pool(domain, iovas, 2048, 4096);
-    nic::Igb a(a_dev, iovas, pool), b(b_dev, iovas, pool);
-    for (auto& r : rows) r.bardrive = bench::igb_a_to_b(a, b, pool, r.size, r.batch, bench::kMaxIgbBatch, count);
+    auto a = nic::open_port(a_dev, iovas, pool), b = nic::open_port(b_dev, iovas, pool);
+    for (auto& r : rows) r.bardrive = bench::a_to_b(*a, *b, pool, r.size, r.batch, bench::kMaxBatch, count);
 
     std::printf("igb-pps: %llu frames per run, NIC A %s -> NIC B %s (QEMU igb, one hub)\n",
                 static_cast<unsigned long long>(count), nics[0].str().c_str(), nics[1].str().c_str());

@@ -26,7 +26,7 @@
 #include "core/error.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
-#include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "nic/rss.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
@@ -113,7 +113,7 @@ struct RunResult {
     nic::DeviceStats dev;
 };
 
-RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma::BufferPool& tx_pool,
+RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma::BufferPool& tx_pool,
               vfio::Device& b_dev, unsigned queues, std::uint64_t count, unsigned flows) {
     std::vector<std::unique_ptr<dma::BufferPool>> rx_pools;
     std::vector<dma::BufferPool*> pool_ptrs;
@@ -121,9 +121,10 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
         rx_pools.push_back(std::make_unique<dma::BufferPool>(domain, iovas, 2048, 1024));
         pool_ptrs.push_back(rx_pools.back().get());
     }
-    nic::IgbOptions o;
+    nic::PortOptions o;
     o.rx_queues = static_cast<std::uint16_t>(queues);
-    nic::Igb b(b_dev, iovas, std::span<dma::BufferPool* const>(pool_ptrs), o);
+    auto port_b = nic::open_port(b_dev, iovas, std::span<dma::BufferPool* const>(pool_ptrs), o);
+    nic::Port& b = *port_b;
     RunResult r;
     r.queues = queues;
     r.q.resize(queues);
@@ -148,7 +149,7 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
             std::uint16_t n = 0;
             Clock::time_point idle = Clock::now();
             for (;;) {
-                for (std::uint16_t i = 0; i < n; ++i) nic::Igb::release(got[i]);
+                for (std::uint16_t i = 0; i < n; ++i) nic::Port::release(got[i]);
                 n = b.rx_burst(static_cast<std::uint16_t>(q), got);
                 Clock::time_point now = Clock::now();
                 if (n == 0) {
@@ -170,7 +171,7 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
                 received += n;
                 last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0).count();
             }
-            for (std::uint16_t i = 0; i < n; ++i) nic::Igb::release(got[i]);
+            for (std::uint16_t i = 0; i < n; ++i) nic::Port::release(got[i]);
         });
     bench::pin_thread(0);
     std::vector<std::uint32_t> seq(flows, 0);
@@ -196,7 +197,7 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Igb& a, dma:
         for (std::uint32_t i = took; i < k; ++i) {
             unsigned f = static_cast<unsigned>((sent + i) % flows);
             --seq[f];
-            nic::Igb::release(pkts[i]);
+            nic::Port::release(pkts[i]);
         }
         for (std::uint32_t i = 0; i < took; ++i) ++r.q[flow_queue[(sent + i) % flows]].expected;
         sent += took;
@@ -246,9 +247,10 @@ int main(int argc, char** argv) try {
     dma::IovaAllocator iovas(domain);
     dma::BufferPool tx_pool(domain, iovas, 2048, 2048);
     dma::BufferPool a_rx_pool(domain, iovas, 2048, 1024);
-    nic::Igb a(a_dev, iovas, a_rx_pool);
+    auto a = nic::open_port(a_dev, iovas, a_rx_pool);
     std::vector<RunResult> results;
-    for (unsigned queues : {1u, 2u, 4u}) results.push_back(run(domain, iovas, a, tx_pool, b_dev, queues, count, flows));
+    for (unsigned queues : {1u, 2u, 4u})
+        results.push_back(run(domain, iovas, *a, tx_pool, b_dev, queues, count, flows));
 
     std::printf(
         "\n## RSS on NIC B: %llu IPv4/UDP frames of 64 bytes (wire) per run, %u flows, sender NIC A (bardrive, one "

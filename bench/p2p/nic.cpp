@@ -9,7 +9,7 @@
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "dma/peer_window.hpp"
-#include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/device.hpp"
 #include "vfio/domain.hpp"
@@ -40,7 +40,7 @@ struct RunResult {
 
 // Sends frames_per_run frames of `len` bytes from tx to rx and receives them, checking each.
 // Stops early when nothing arrives for two seconds (lost frames).
-RunResult send_frames(nic::Igb& tx, nic::Igb& rx, dma::BufferPool& tx_pool, std::uint32_t len, std::uint64_t& seq) {
+RunResult send_frames(nic::Port& tx, nic::Port& rx, dma::BufferPool& tx_pool, std::uint32_t len, std::uint64_t& seq) {
     RunResult r;
     std::uint64_t sent = 0;
     const std::uint64_t first = seq;
@@ -68,7 +68,7 @@ RunResult send_frames(nic::Igb& tx, nic::Igb& rx, dma::BufferPool& tx_pool, std:
                 ++r.good;
             else
                 ++r.bad;
-            nic::Igb::release(in[i]);
+            nic::Port::release(in[i]);
         }
         tx.tx_reclaim(0);
         auto now = std::chrono::steady_clock::now();
@@ -90,7 +90,7 @@ struct Target {
 // Both rows over the frame sizes, alternating host and window run by run so that both see the
 // same machine (the lab shares its cores); NIC B is set up afresh on the other pool each time,
 // outside the timed part. A lost or wrong frame fails the row.
-void measure(std::vector<Target>& targets, vfio::Device& rx_dev, nic::Igb& tx, dma::IovaAllocator& iovas,
+void measure(std::vector<Target>& targets, vfio::Device& rx_dev, nic::Port& tx, dma::IovaAllocator& iovas,
              dma::BufferPool& tx_pool, const SweepConfig& cfg, Progress& progress) {
     std::uint64_t seq = 0;
     for (std::uint32_t len : nic_frame_sizes) {
@@ -98,8 +98,8 @@ void measure(std::vector<Target>& targets, vfio::Device& rx_dev, nic::Igb& tx, d
         for (auto& t : targets) t.rates.clear();
         for (int i = 0; i < cfg.warmup + cfg.repetitions; ++i)
             for (auto& t : targets) {
-                nic::Igb rx(rx_dev, iovas, *t.pool, nic::IgbOptions{});
-                RunResult r = send_frames(tx, rx, tx_pool, len, seq);
+                auto rx = nic::open_port(rx_dev, iovas, *t.pool);
+                RunResult r = send_frames(tx, *rx, tx_pool, len, seq);
                 if (r.good != frames_per_run && t.row->failure.empty())
                     t.row->failure = log::concat(frames_per_run - r.good, " of ", frames_per_run, " frames of ", len,
                                                  " bytes lost or wrong (", r.bad, " arrived wrong or out of order)");
@@ -129,7 +129,7 @@ std::vector<PathResult> run_nic_paths(const std::optional<NicPair>& nics, const 
     if (!nics) {
         for (auto& r : rows)
             r.reason =
-                "no NICs given (--nics TX,RX: two igb NICs on one link, bound to vfio-pci; the lab's basic "
+                "no NICs given (--nics TX,RX: two NICs bardrive drives on one link, bound to vfio-pci; the lab's basic "
                 "preset has them)";
         return rows;
     }
@@ -144,7 +144,7 @@ std::vector<PathResult> run_nic_paths(const std::optional<NicPair>& nics, const 
         dma::IovaAllocator iovas(domain);
         dma::BufferPool tx_pool(domain, iovas, 2048, 4096);
         dma::BufferPool rx_host(domain, iovas, 2048, 4096);
-        nic::Igb tx(a, iovas, tx_pool, nic::IgbOptions{});
+        auto tx = nic::open_port(a, iovas, tx_pool);  // any NICs bardrive drives
         std::vector<Target> targets{{&host, &rx_host, {}}};
         // The window: a peer BAR in the same IOMMU domain, NIC B's receive buffers carved from it.
         std::unique_ptr<vfio::Device> w;
@@ -162,7 +162,7 @@ std::vector<PathResult> run_nic_paths(const std::optional<NicPair>& nics, const 
             }
         }
         progress.add_total(static_cast<int>(std::size(nic_frame_sizes)));
-        measure(targets, b, tx, iovas, tx_pool, cfg, progress);
+        measure(targets, b, *tx, iovas, tx_pool, cfg, progress);
     } catch (const Error& e) {
         for (auto& r : rows)
             if (r.available() && r.points.empty()) r.reason = e.what();
