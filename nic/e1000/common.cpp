@@ -1,6 +1,7 @@
 #include "nic/e1000/common.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -118,6 +119,41 @@ std::optional<LinkEvent> LinkWatch::poll(const vfio::Mmio& regs) noexcept {
     up = now_up;
     speed_mbps = speed;
     return LinkEvent{now_up, speed};
+}
+
+void check_identity(const vfio::Device& device, bool (*drives)(std::uint16_t, std::uint16_t) noexcept, const char* part,
+                    const char* hint) {
+    const std::uint16_t vendor = device.config_read16(0x00), id = device.config_read16(0x02);
+    if (drives(vendor, id)) return;
+    char ids[16];
+    std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
+    throw Error("open NIC", device.bdf().str(), log::concat("device ", ids, " is not an ", part), hint);
+}
+
+void stop_port(const vfio::Mmio& regs, vfio::Device& device, std::uint32_t extended_mask_clear,
+               std::span<RxRing* const> rx, std::span<TxRing* const> tx) noexcept {
+    if (regs) {
+        regs.write32(r::RCTL, 0);
+        regs.write32(r::TCTL, 0);
+        regs.write32(r::IMC, ~0u);
+        if (extended_mask_clear) regs.write32(extended_mask_clear, ~0u);
+        device.disable_irqs();  // the port's vectors, or the one an engine's arm_msi() enabled
+        regs.write32(r::CTRL, regs.read32(r::CTRL) | r::ctrl::RST);
+        std::this_thread::sleep_for(1ms);
+        poll_until([&] { return !(regs.read32(r::CTRL) & r::ctrl::RST); }, 100ms);
+    }
+    Packet bufs[64];
+    auto give_back = [&](std::uint32_t n) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if (bufs[i].pool) bufs[i].pool->free(bufs[i].buf);
+        }
+    };
+    for (RxRing* ring : rx) {
+        for (std::uint32_t n; (n = ring->drain(bufs)) != 0;) give_back(n);
+    }
+    for (TxRing* ring : tx) {
+        for (std::uint32_t n; (n = ring->drain(bufs)) != 0;) give_back(n);
+    }
 }
 
 // 82576 7.1.1.1 / 82574 7.1.1.1 (multicast table).

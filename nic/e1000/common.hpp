@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
+#include "../../vfio/device.hpp"
 #include "../../vfio/mmio.hpp"
 #include "../mac_address.hpp"
 #include "../port.hpp"
@@ -79,6 +81,23 @@ struct LinkWatch {
     // polling interval is not seen.
     std::optional<LinkEvent> poll(const vfio::Mmio& regs) noexcept;
 };
+// Throws bardrive::Error naming the device's IDs, `part` and `hint` unless `drives` takes them.
+void check_identity(const vfio::Device& device, bool (*drives)(std::uint16_t, std::uint16_t) noexcept, const char* part,
+                    const char* hint);
+// Rings a tail doorbell: writes `tail` to `reg` when it moved since `last` (descriptors first). True when rung.
+inline bool ring_doorbell(const vfio::Mmio& regs, std::uint32_t reg, std::uint32_t tail, std::uint32_t& last) noexcept {
+    if (tail == last) return false;
+    vfio::wmb();  // descriptors written before the device sees the new tail
+    regs.write32(reg, tail);
+    last = tail;
+    return true;
+}
+// Stops a port before its rings and buffers go: receive and transmit off, every interrupt masked (also
+// through `extended_mask_clear` where the part has one), the device's vectors disabled, global reset:
+// no DMA after this. Then gives every buffer the rings still hold back to its pool.
+void stop_port(const vfio::Mmio& regs, vfio::Device& device, std::uint32_t extended_mask_clear,
+               std::span<RxRing* const> rx, std::span<TxRing* const> tx) noexcept;
+
 // Sets `group`'s bit in the multicast table (RCTL.MO = 00: the hash is destination bits 47:36).
 void add_multicast(const vfio::Mmio& regs, const MacAddress& group) noexcept;
 // Reads the clear-on-read counters and adds them to `totals`.

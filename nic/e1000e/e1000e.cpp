@@ -72,16 +72,6 @@ dma::Memory ring_memory(const vfio::Device& device, const E1000e::Config& c, con
     return m;
 }
 
-void check_identity(const vfio::Device& device) {
-    std::uint16_t vendor = device.config_read16(0x00), id = device.config_read16(0x02);
-    if (!E1000e::drives(vendor, id)) {
-        char ids[16];
-        std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
-        throw Error("open e1000e", device.bdf().str(), log::concat("device ", ids, " is not an Intel 82574L"),
-                    "nic::E1000e drives 8086:10d3 (QEMU: -device e1000e); check the BDF with lspci -nn");
-    }
-}
-
 E1000e::Config engine_config(const vfio::Device& device, const EngineOptions& e) {
     e1000::check_engine_payload(device.bdf().str(), e.payload, kLongestFrame);
     if (e.queues != 1) {
@@ -140,7 +130,8 @@ std::unique_ptr<LoopbackEngine> E1000e::open_engine(vfio::Device& device, dma::I
 E1000e::~E1000e() { stop(); }
 
 void E1000e::start(const vfio::Device& device, const Config& c) {
-    check_identity(device);
+    e1000::check_identity(device, &E1000e::drives, "Intel 82574L",
+                          "nic::E1000e drives 8086:10d3 (QEMU: -device e1000e); check the BDF with lspci -nn");
     try {
         init(c);
     } catch (...) {
@@ -308,62 +299,42 @@ void E1000e::send_msi() noexcept {
 }
 
 void E1000e::refill() noexcept {
-    if (!pool_) return;  // external queues: their driver posts buffers
-    Packet bufs[kBatch];
-    while (rx_.free_slots() != 0) {
-        std::uint32_t want = std::min(rx_.free_slots(), kBatch), k = 0;
-        dma::BufferPool::Buffer b;
-        while (k < want && pool_->alloc(b))
-            bufs[k++] = Packet{reinterpret_cast<std::uint8_t*>(b.data), b.iova, 0, b.index, pool_};
-        rx_.post(std::span(bufs, k));
-        if (k < want) break;
-    }
+    if (!pool_) return;  // an engine: its driver posts buffers
+    const std::uint32_t want = rx_.free_slots();
+    if (rx_.refill(*pool_) < want) ++no_buffers_;
 }
 
 std::uint16_t E1000e::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept {
     if (queue != 0) return 0;
     std::uint32_t n = rx_.poll(out);
     if (rx_.free_slots() >= std::min<std::uint32_t>(kBatch, rx_.size() / 4) || n == 0) refill();
-    if (rx_.tail() != rx_tail_) {
-        vfio::wmb();
-        bar0_.write32(e1000e::RDT, rx_.tail());
-        rx_tail_ = rx_.tail();
-    }
+    if (e1000::ring_doorbell(bar0_, e1000e::RDT, rx_.tail(), rx_tail_)) ++rx_doorbells_;
     return static_cast<std::uint16_t>(n);
 }
 
-std::uint32_t E1000e::tx_reclaim(std::uint16_t queue) noexcept {
-    if (queue != 0) return 0;
-    Packet done[kBatch];
-    std::uint32_t total = 0, n;
-    do {
-        n = tx_.reclaim(done);
-        for (std::uint32_t i = 0; i < n; ++i) {
-            if (done[i].pool) done[i].pool->free(done[i].buf);
-        }
-        total += n;
-    } while (n == kBatch);
-    return total;
-}
+std::uint32_t E1000e::tx_reclaim(std::uint16_t queue) noexcept { return queue == 0 ? tx_.reclaim_to_pools() : 0; }
 
 std::uint16_t E1000e::tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept {
     if (queue != 0) return 0;
     if (tx_.free_slots() < pkts.size()) tx_reclaim(0);
     std::uint32_t n = tx_.push(pkts);
-    if (tx_.tail() != tx_tail_) {
-        vfio::wmb();
-        bar0_.write32(e1000e::TDT, tx_.tail());
-        tx_tail_ = tx_.tail();
-    }
+    if (e1000::ring_doorbell(bar0_, e1000e::TDT, tx_.tail(), tx_tail_)) ++tx_doorbells_;
     return static_cast<std::uint16_t>(n);
 }
 
 QueueStats E1000e::rx_stats(std::uint16_t queue) const noexcept {
-    return queue == 0 ? rx_queue_stats(rx_.counters()) : QueueStats{};
+    if (queue != 0) return {};
+    QueueStats s = rx_queue_stats(rx_.counters());
+    s.doorbells = rx_doorbells_;
+    s.no_buffers = no_buffers_;
+    return s;
 }
 
 QueueStats E1000e::tx_stats(std::uint16_t queue) const noexcept {
-    return queue == 0 ? tx_queue_stats(tx_.counters()) : QueueStats{};
+    if (queue != 0) return {};
+    QueueStats s = tx_queue_stats(tx_.counters());
+    s.doorbells = tx_doorbells_;
+    return s;
 }
 
 std::uint32_t E1000e::rx_free_slots(std::uint16_t queue) const noexcept { return queue == 0 ? rx_.free_slots() : 0; }
@@ -388,24 +359,9 @@ const DeviceStats& E1000e::device_stats() noexcept {
 }
 
 void E1000e::stop() noexcept {
-    if (bar0_) {
-        bar0_.write32(e1000::RCTL, 0);
-        bar0_.write32(e1000::TCTL, 0);
-        bar0_.write32(e1000::IMC, ~0u);
-        dev_->disable_irqs();  // the port's vectors, or the one arm_msi() enabled
-        bar0_.write32(e1000::CTRL, bar0_.read32(e1000::CTRL) | e1000::ctrl::RST);
-        std::this_thread::sleep_for(1ms);
-        e1000::poll_until([&] { return !(bar0_.read32(e1000::CTRL) & e1000::ctrl::RST); }, 100ms);
-    }
-    Packet bufs[kBatch];
-    for (std::uint32_t n; (n = rx_.drain(bufs)) != 0;) {
-        for (std::uint32_t i = 0; i < n; ++i) pool_->free(bufs[i].buf);
-    }
-    for (std::uint32_t n; (n = tx_.drain(bufs)) != 0;) {
-        for (std::uint32_t i = 0; i < n; ++i) {
-            if (bufs[i].pool) bufs[i].pool->free(bufs[i].buf);
-        }
-    }
+    RxRing* rx[] = {&rx_};
+    TxRing* tx[] = {&tx_};
+    e1000::stop_port(bar0_, *dev_, 0, rx, tx);
 }
 
 }  // namespace bardrive::nic

@@ -66,7 +66,6 @@ public:
     std::uint64_t link_changes() const noexcept override { return link_watch_.changes; }
     void set_promiscuous(bool on) noexcept override;
     void add_multicast(const MacAddress& group) noexcept override;
-    // The ring counters (doorbells and pool misses are not counted here).
     QueueStats rx_stats(std::uint16_t queue) const noexcept override;
     QueueStats tx_stats(std::uint16_t queue) const noexcept override;
     const DeviceStats& device_stats() noexcept override;
@@ -109,7 +108,8 @@ private:
     dma::Mapping ring_mapping_;
     RxRing rx_;
     TxRing tx_;
-    std::uint32_t rx_tail_ = 0, tx_tail_ = 0;
+    std::uint32_t rx_tail_ = 0, tx_tail_ = 0;  // what the doorbells last said
+    std::uint64_t rx_doorbells_ = 0, tx_doorbells_ = 0, no_buffers_ = 0;
     MacAddress mac_;
     DeviceStats device_stats_;
     PortOptions options_;

@@ -188,14 +188,8 @@ bool Igb::drives(std::uint16_t vendor, std::uint16_t device) noexcept {
 }
 
 void Igb::check_identity() const {
-    std::uint16_t vendor = dev_->config_read16(0x00);
-    std::uint16_t id = dev_->config_read16(0x02);
-    if (!drives(vendor, id)) {
-        char ids[16];
-        std::snprintf(ids, sizeof ids, "%04x:%04x", vendor, id);
-        throw Error("open igb", dev_->bdf().str(), log::concat("device ", ids, " is not an Intel 82576"),
-                    "nic::Igb drives 8086:10c9 (QEMU: -device igb); check the BDF with lspci -nn");
-    }
+    e1000::check_identity(*dev_, &Igb::drives, "Intel 82576",
+                          "nic::Igb drives 8086:10c9 (QEMU: -device igb); check the BDF with lspci -nn");
 }
 
 // 4.5.9 (receive initialization).
@@ -352,12 +346,7 @@ std::uint16_t Igb::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept
     // dry may have buffers again).
     const std::uint32_t free = q.ring.free_slots();
     if (free >= q.refill_at || (n == 0 && free != 0)) refill(q);
-    if (q.ring.tail() != q.last_tail) {
-        vfio::wmb();  // descriptors written before the device sees the new tail
-        bar0_.write32(igb::RDT(queue), q.ring.tail());
-        q.last_tail = q.ring.tail();
-        ++q.doorbells;
-    }
+    if (e1000::ring_doorbell(bar0_, igb::RDT(queue), q.ring.tail(), q.last_tail)) ++q.doorbells;
     return static_cast<std::uint16_t>(n);
 }
 
@@ -381,12 +370,7 @@ std::uint16_t Igb::tx_burst(std::uint16_t queue, std::span<const Packet> pkts) n
     // context descriptor too).
     if (q.ring.free_slots() < 2 * pkts.size()) q.ring.reclaim_to_pools();
     std::uint32_t n = q.ring.push(pkts);
-    if (q.ring.tail() != q.last_tail) {
-        vfio::wmb();
-        bar0_.write32(igb::TDT(queue), q.ring.tail());
-        q.last_tail = q.ring.tail();
-        ++q.doorbells;
-    }
+    if (e1000::ring_doorbell(bar0_, igb::TDT(queue), q.ring.tail(), q.last_tail)) ++q.doorbells;
     return static_cast<std::uint16_t>(n);
 }
 
@@ -504,29 +488,17 @@ void Igb::arm_msi() {
 
 void Igb::send_msi() noexcept { bar0_.write32(igb::EICS, 1); }
 
-// Stop the device before its rings and buffers go away: disable, mask, reset (no DMA after this),
-// then give every buffer back to its pool.
 void Igb::stop() noexcept {
-    if (!bar0_) return;
-    bar0_.write32(igb::RCTL, 0);
-    bar0_.write32(igb::TCTL, 0);
-    bar0_.write32(igb::IMC, ~0u);
-    bar0_.write32(igb::EIMC, ~0u);
-    dev_->disable_irqs();  // the port's vectors, or the one arm_msi() enabled
-    bar0_.write32(igb::CTRL, bar0_.read32(igb::CTRL) | igb::ctrl::RST);
-    std::this_thread::sleep_for(1ms);
-    poll_until([&] { return !(bar0_.read32(igb::CTRL) & igb::ctrl::RST); }, 100ms);
-    Packet bufs[kRefillBatch];
-    for (auto& q : rx_) {
-        for (std::uint32_t n; (n = q.ring.drain(bufs)) != 0;) {
-            for (std::uint32_t i = 0; i < n; ++i) release(bufs[i]);
-        }
+    std::vector<RxRing*> rx;
+    std::vector<TxRing*> tx;
+    try {  // destruction never throws: without room for the lists the rings are still stopped, not drained
+        for (auto& q : rx_) rx.push_back(&q.ring);
+        for (auto& q : tx_) tx.push_back(&q.ring);
+    } catch (...) {
+        rx.clear();
+        tx.clear();
     }
-    for (auto& q : tx_) {
-        for (std::uint32_t n; (n = q.ring.drain(bufs)) != 0;) {
-            for (std::uint32_t i = 0; i < n; ++i) release(bufs[i]);
-        }
-    }
+    e1000::stop_port(bar0_, *dev_, igb::EIMC, rx, tx);
 }
 
 }  // namespace bardrive::nic
