@@ -312,10 +312,10 @@ TEST_CASE("NIC pager: set-up errors say what is wrong and what to do") {
     CHECK_THROWS_WITH(umem::NicPager(*bed.nic, *bed.iovas, window, wl.map, config(100000, 64, 1)),
                       ContainsSubstring("backing store"));
     CHECK_THROWS_WITH(umem::NicPager(*bed.nic, *bed.iovas, window, wl.map, config(64, 64, 9)),
-                      ContainsSubstring("1 to 8 queue pairs"));
+                      ContainsSubstring("offers 1 to 8"));
     // Not a NIC: the window's own device.
     CHECK_THROWS_WITH(umem::NicPager(*bed.win_dev, *bed.iovas, window, wl.map, config(64, 64, 1)),
-                      ContainsSubstring("not an Intel 82576"));
+                      ContainsSubstring("not a NIC bardrive drives"));
     // The second NIC is not in this domain's vfio: opening it unbound says how to bind it.
     // (Binding is the runner's job; lab-vfio covers the unbound-device error itself.)
     // After all that the NIC still pages.
