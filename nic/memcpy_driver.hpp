@@ -3,8 +3,8 @@
 // one test program (tests/lab/driver_test.cpp) runs every scenario against whichever device has an
 // implementation, in every IOMMU mode (docs/vfio-selftests.md). probe_memcpy_driver() picks one.
 //
-// Implementations. The NICs run nic::LoopbackQueue (loopback_queue.hpp) over one queue pair of a port in
-// MAC loopback: each copy goes out as frames read from the source IOVA and comes back into the
+// Implementations. The NICs whose driver serves as a nic::LoopbackEngine run nic::LoopbackQueue over one
+// queue pair of a port in MAC loopback: each copy goes out as frames read from the source IOVA and comes back into the
 // destination IOVA, with the header split off so only the data lands there. Every write-back is checked.
 //
 // | driver | device         | copy size        | alignment        | in flight | send_msi                          |
@@ -14,20 +14,9 @@
 // |        |                |                  |                  |           | (QEMU's model: 1 or 2 messages)   |
 // | ivshmem-doorbell | QEMU's model | none (0)   | -                | 0         | its own doorbell -> MSI-X vector 0 |
 //
-// - Minimum 23 bytes: a shorter frame would stay whole in igb's header buffer (or be padded).
-// - e1000e's destination must be even: in its packet split write-back the status dword (DD in bit 0)
-//   overlays the low half of the data buffer's address.
-// - 32 KiB x 32: what the rings (1024 descriptors, 4 KiB of data per frame) hold at once.
-// - ivshmem-doorbell has no DMA engine: it stands in for send_msi only (limits() all 0, every copy is
-//   refused). Its doorbell (BAR0 +12: IVPosition << 16 | vector) signals the ivshmem server's eventfd
-//   for this peer, which QEMU turns into MSI-X vector 0: a path through the host, not a cause register.
-// - Neither NIC can tell a copy to or from an unmapped IOVA from a good one: QEMU's models drop the data
-//   (the IOMMU refuses it) and still report the frame done; only the content tells.
-// - A failed memcpy_wait() leaves the engine stopped (it refuses every later copy): init() it again.
-// - send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI. QEMU's e1000e
-//   (10.0) delivers one or two messages per ICS, at random (seen in the lab in MSI and MSI-X mode, for
-//   the RXQ1, TXQ0, TXQ1 and Other causes, with and without auto-clear and throttling off); igb's EICS
-//   delivers exactly one. Hence max_msis_per_send: 1 for igb, 2 for e1000e.
+// A failed memcpy_wait() leaves the engine stopped (it refuses every later copy): init() it again.
+// send_msi() uses an interrupt cause the copies never raise, so copies fire no MSI.
+// Why each limit is what it is, and what QEMU's models do: docs/vfio-selftests.md ("The drivers' limits").
 #pragma once
 
 #include <cstddef>

@@ -21,7 +21,7 @@ struct IovaRange {
 };
 
 // Which kernel interface backs a Domain. Callers never branch on it; it is reported for logs and
-// chosen with BARDRIVE_IOMMU=type1|iommufd|noiommu (docs/vfio.md has a table of what each can do).
+// chosen with BARDRIVE_IOMMU=type1|iommufd|noiommu (docs/iommu-modes.md has a table of what each can do).
 enum class Backend {
     type1,           // /dev/vfio/vfio container + /dev/vfio/GROUP, VFIO_TYPE1v2_IOMMU
     iommufd,         // /dev/iommu IOAS + the device cdev /dev/vfio/devices/vfioN
@@ -41,7 +41,7 @@ enum class Access { read_write, read_only };  // what the device may do to mappe
 class Device;
 
 namespace detail {
-class DomainBackend;  // the per-backend operations (type1 container today; iommufd later)
+class DomainBackend;  // the per-backend operations: type1.cpp (container, compat, no-IOMMU), iommufd.cpp
 struct DomainState;   // open devices and live mappings, whatever the backend
 }  // namespace detail
 
