@@ -1,6 +1,11 @@
-// Descriptor rings of the 82576, as pure logic over descriptor memory: posting buffers, harvesting
-// completions, wrap-around, and checking what the device reports before believing it. The driver
-// (nic::Igb) adds the doorbells; unit tests drive these classes with descriptors they write themselves.
+// Descriptor rings of the e1000 family, as pure logic over descriptor memory: posting buffers, harvesting
+// completions, wrap-around, and checking what the device reports before believing it. The drivers
+// (nic::Igb, nic::E1000e) add the doorbells; unit tests drive these classes with descriptors they write.
+// Where the parts' formats differ the ring takes the difference as a parameter: TxFormat (the 82576's
+// advanced data descriptor or the 82574's extended one; one branch per burst picks the loop compiled for
+// it) and the TX completion source (head write-back, or each descriptor's DD bit). RX needs none: the
+// 82574's extended receive write-back keeps the 82576's status and error bits (DD, EOP, VP, checksums,
+// RXE) at the same places.
 //
 // Data-path methods never throw and never allocate. A device that lies (a descriptor with an impossible
 // length, a head index outside the ring or behind the driver) costs a counted drop, never an access
