@@ -73,6 +73,7 @@ inline constexpr std::uint32_t RSS = 1u << 5;              // several RX queues 
 inline constexpr std::uint32_t MAC_LOOPBACK = 1u << 6;     // Loopback::mac
 inline constexpr std::uint32_t DEVICE_COUNTERS = 1u << 7;  // device_stats() reads the device's own counters
 inline constexpr std::uint32_t LINK_SPEED = 1u << 8;       // link_speed_mbps() is the device's word
+inline constexpr std::uint32_t JUMBO = 1u << 9;            // PortOptions::max_frame above 1514
 }  // namespace feature
 
 class Port {
