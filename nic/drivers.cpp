@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "nic/e1000e/e1000e.hpp"
 #include "nic/igb/igb.hpp"
+#include "nic/igbvf/igbvf.hpp"
 
 namespace bardrive::nic {
 
@@ -17,6 +18,8 @@ namespace {
 constexpr Driver kDrivers[] = {
     {"igb", "Intel 82576 (8086:10c9 and its family; QEMU -device igb)", &Igb::drives, &Igb::open, &Igb::open_engine},
     {"e1000e", "Intel 82574L (8086:10d3; QEMU -device e1000e)", &E1000e::drives, &E1000e::open, &E1000e::open_engine},
+    {"igbvf", "Intel 82576 virtual function (8086:10ca), its PF on the kernel's igb", &Igbvf::drives, &Igbvf::open,
+     nullptr},
 };
 
 std::string ids_of(const vfio::Device& device) {
