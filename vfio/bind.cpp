@@ -52,6 +52,19 @@ void remember(const std::string& path, const std::string& driver) {
                                 "is /run writable? pass another state directory");
 }
 
+// The VFs of `pf` (its virtfnN links) that a driver holds and that are not in `wanted`.
+std::vector<pci::Bdf> vfs_in_use(const Sysfs& sys, const pci::Bdf& pf, const std::set<pci::Bdf>& wanted) {
+    std::vector<pci::Bdf> used;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(sys.device_dir(pf), ec)) {
+        if (e.path().filename().string().rfind("virtfn", 0) != 0) continue;
+        auto vf = pci::Bdf::try_parse(fs::read_symlink(e.path(), ec).filename().string());
+        if (vf && !wanted.count(*vf) && !sys.driver(*vf).empty()) used.push_back(*vf);
+    }
+    std::sort(used.begin(), used.end());
+    return used;
+}
+
 void require_device(const Sysfs& sys, const pci::Bdf& b, const char* op) {
     if (!sys.exists(b))
         throw Error(op, b.str(), "no such PCI device", "'bardrive bind --list' lists the devices present");
@@ -73,6 +86,17 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
         if (!options.force && sys.driver(b) != "vfio-pci" && any_interface_up(sys, b))
             throw Error("bind to vfio-pci", describe(sys, b), "a network interface of it is up and may be in use",
                         "take it down first ('ip link set DEV down'), or pass --force");
+        // Taking a PF from its driver resets every VF it has under whoever drives them (SR-IOV: the PF stays
+        // with the kernel while programs drive its VFs).
+        if (auto used = vfs_in_use(sys, b, wanted); !used.empty() && sys.driver(b) != "vfio-pci") {
+            std::string who;
+            for (const auto& vf : used) who += (who.empty() ? "" : ", ") + describe(sys, vf);
+            throw Error("bind to vfio-pci", describe(sys, b),
+                        "it is the physical function of VFs in use: " + who + "; taking it from its driver resets them",
+                        "drive the VFs and leave the PF to its driver; to take the PF, release the VFs first "
+                        "(unbind them, or echo 0 > /sys/bus/pci/devices/" +
+                            b.str() + "/sriov_numvfs)");
+        }
         auto group = sys.iommu_group(b);
         if (!group)
             throw Error("bind to vfio-pci", b.str(), "has no IOMMU group: the IOMMU is off",
