@@ -9,11 +9,14 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -70,7 +73,8 @@ std::string netdev_of(const std::string& bdf) {
 // The PF (NIC B on the kernel's igb) with 2 VFs and their MACs set, VF 0 on vfio-pci, VF 1 on igbvf when the
 // kernel has it; NIC A and VF 0 open in one IOMMU domain. Undone at the end (VFs removed).
 struct Bed {
-    Bed() {
+    // vf1_to_vfio: VF 1 to vfio-pci too (for another process), instead of the kernel's igbvf.
+    explicit Bed(bool vf1_to_vfio = false) {
         if (!std::getenv("BARDRIVE_LAB"))
             SKIP("not in a lab guest: run it with lab/lab run basic --bind NIC_A -- <this binary>");
         auto nics = labenv::bdfs("BARDRIVE_LAB_NICS"), bound = labenv::bdfs("BARDRIVE_LAB_BOUND");
@@ -94,9 +98,10 @@ struct Bed {
         vf1 = pci::Bdf::parse(fs::read_symlink(sys + "/virtfn1").filename().string());
         vfio::BindOptions bo;
         bo.state_dir = "/tmp/bardrive-vf-test";
-        vfio::bind(vfio::Sysfs(), {vf0}, bo);
+        vfio::bind(vfio::Sysfs(), vf1_to_vfio ? std::vector<pci::Bdf>{vf0, vf1} : std::vector<pci::Bdf>{vf0}, bo);
         // VF 1 to the kernel's igbvf, from the guest's module tree (docs/lab.md).
-        if (sh("/usr/sbin/modprobe -d /.lab/kernel igbvf")) {  // takes VF 1, VF 0 being on vfio-pci already
+        if (!vf1_to_vfio &&
+            sh("/usr/sbin/modprobe -d /.lab/kernel igbvf")) {  // takes VF 1, VF 0 being on vfio-pci already
             labenv::wait_for([&] { return !netdev_of(vf1.str()).empty(); }, std::chrono::seconds(10));
             vf1_if = netdev_of(vf1.str());
         }
@@ -312,4 +317,83 @@ TEST_CASE("VF: what the PF does not grant is refused with the reason") {
                       ContainsSubstring("refused 02:00:00:00:0e:0e") && ContainsSubstring(kVf0Mac.str()));
     bed.vf = bed.open_vf();  // and the VF still comes up after the refusals
     CHECK(bed.vf->mac() == kVf0Mac);
+}
+
+TEST_CASE("VF: two processes drive the two VFs of one PF at once, each in its own IOMMU group and domain") {
+    Bed bed(true);
+    const std::uint64_t n = 100;
+    int ready[2], done[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(done) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // VF 1 in a process of its own: its own container, device, pool and port
+        int status = 1;
+        try {
+            vfio::Domain domain;
+            auto dev = vfio::Device::open(domain, bed.vf1);
+            dma::IovaAllocator iovas(domain);
+            dma::BufferPool pool(domain, iovas, 2048, 1024);
+            auto port = nic::open_port(dev, iovas, pool);
+            const char c = port->mac() == kVf1Mac ? 'y' : 'n';
+            if (::write(ready[1], &c, 1) != 1) ::_exit(3);
+            std::uint64_t good = 0, seen = 0;
+            const auto end = Clock::now() + std::chrono::seconds(30);
+            while (seen < n && Clock::now() < end) {
+                Packet got[16];
+                const std::uint16_t k = port->rx_burst(0, got);
+                for (std::uint16_t i = 0; i < k; ++i, ++seen) {
+                    if (nic::check_test_frame(got[i].data, got[i].len) == seen && got[i].len == length_of(seen)) ++good;
+                    nic::Port::release(got[i]);
+                }
+            }
+            status = good == n ? 0 : 1;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "VF 1 process: %s\n", e.what());
+            status = 2;
+        }
+        const char c = static_cast<char>('0' + status);
+        if (::write(done[1], &c, 1) != 1) ::_exit(3);
+        ::_exit(status);  // no destructors of the parent's objects here
+    }
+    char c = 0;
+    pollfd pr{ready[0], POLLIN, 0};
+    REQUIRE(::poll(&pr, 1, 30000) == 1);
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    CHECK(c == 'y');  // VF 1 got the MAC the PF assigned it
+    bed.vf = bed.open_vf();
+    // NIC A sends n frames to each VF, interleaved; this process receives VF 0's, the other VF 1's.
+    std::uint64_t good0 = 0, seen0 = 0, sent = 0;
+    auto idle = Clock::now();
+    while ((sent < 2 * n || seen0 < n) && Clock::now() - idle < std::chrono::seconds(10)) {
+        dma::BufferPool::Buffer b;
+        if (sent < 2 * n && bed.pool->alloc(b)) {
+            const std::uint64_t seq = sent / 2;
+            const nic::MacAddress& to = sent % 2 == 0 ? kVf0Mac : kVf1Mac;
+            nic::write_test_frame(reinterpret_cast<std::uint8_t*>(b.data), length_of(seq), to, bed.a->mac(), seq);
+            Packet p{reinterpret_cast<std::uint8_t*>(b.data), b.iova, length_of(seq), b.index, bed.pool.get()};
+            if (bed.a->tx_burst(0, std::span(&p, 1)) == 1) {
+                ++sent;
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            } else {
+                bed.pool->free(b.index);
+            }
+        }
+        Packet got[16];
+        const std::uint16_t k = bed.vf->rx_burst(0, got);
+        for (std::uint16_t i = 0; i < k; ++i, ++seen0) {
+            if (nic::check_test_frame(got[i].data, got[i].len) == seen0 && got[i].len == length_of(seen0)) ++good0;
+            nic::Port::release(got[i]);
+        }
+        if (k) idle = Clock::now();
+        bed.a->tx_reclaim(0);
+    }
+    CHECK(good0 == n);
+    pollfd pd{done[0], POLLIN, 0};
+    REQUIRE(::poll(&pd, 1, 40000) == 1);
+    REQUIRE(::read(done[0], &c, 1) == 1);
+    CHECK(c == '0');  // every frame to VF 1 arrived in the other process, byte-exact and in order
+    int st = 0;
+    ::waitpid(child, &st, 0);
+    CHECK(WIFEXITED(st));
 }
