@@ -54,6 +54,7 @@ inline std::optional<std::string_view> field(std::string_view& line, std::string
 inline std::optional<InsnSnapshot> parse_insn_snapshot(std::string_view line) {
     InsnSnapshot s;
     std::uint64_t v = 0;
+    if (line.empty() || line.back() == ' ') return std::nullopt;
     auto seq = detail::field(line, "seq");
     auto vcpu = detail::field(line, "vcpu");
     auto tag = detail::field(line, "tag");
