@@ -12,7 +12,8 @@ BACKPORTS_PKGS=(meson catch2 qemu-system-x86)
 PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev libxml2-dev hwloc libhwloc-plugins pciutils
       busybox-static cpio kmod xz-utils zstd procps clang clang-format libclang-rt-14-dev valgrind
       bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev chromium
-      xdp-tools libxdp-dev libbpf-dev)  # bench/nic/nic-vs-xdp: xdp-bench, xdp-trafficgen, AF_XDP
+      xdp-tools libxdp-dev libbpf-dev  # bench/nic/nic-vs-xdp: xdp-bench, xdp-trafficgen, AF_XDP
+      libglib2.0-dev)  # lab/plugins/insn_count.c (qemu-plugin.h includes glib.h)
 MIN_MESON=1.7.0
 
 [ "$(id -u)" = 0 ] || die "must run as root (apt-get needs it): run 'sudo $0' or as root"
