@@ -9,6 +9,7 @@
 #include "nic/e1000e/e1000e.hpp"
 #include "nic/igb/igb.hpp"
 #include "nic/igbvf/igbvf.hpp"
+#include "nic/virtio/virtio_net.hpp"
 
 namespace bardrive::nic {
 
@@ -20,6 +21,8 @@ constexpr Driver kDrivers[] = {
     {"e1000e", "Intel 82574L (8086:10d3; QEMU -device e1000e)", &E1000e::drives, &E1000e::open, &E1000e::open_engine},
     {"igbvf", "Intel 82576 virtual function (8086:10ca), its PF on the kernel's igb", &Igbvf::drives, &Igbvf::open,
      nullptr},
+    {"virtio-net", "virtio-net (1af4:1041, or 1af4:1000 with modern capabilities; QEMU -device virtio-net-pci)",
+     &VirtioNet::drives, &open_virtio_net, nullptr},
 };
 
 std::string ids_of(const vfio::Device& device) {
