@@ -40,7 +40,7 @@ class BadInput(unittest.TestCase):
         rc, out = lab('run', 'nosuch', '--', 'true')
         self.assertEqual(rc, 2, out)
         self.assertIn("unknown preset 'nosuch'", out)
-        self.assertIn('basic, switch, numa, e1000e', out)
+        self.assertIn('basic, switch, numa, virtio, e1000e', out)
 
     def test_no_command(self):
         rc, out = lab('run', 'basic')
@@ -69,6 +69,14 @@ class BadInput(unittest.TestCase):
             rc, out = lab('run', preset, '--hugepages-1g', n, '--', 'true')
             self.assertEqual(rc, 2, out)
             self.assertIn(f'--hugepages-1g {n}: between 0 and 4, and not with a NUMA preset', out)
+
+    def test_virtio_net_properties(self):
+        rc, out = lab('run', 'basic', '--virtio-net', 'packed=on', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('preset basic has no virtio-net NIC', out)
+        rc, out = lab('run', 'virtio', '--virtio-net', 'packed=on;reboot', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('not a comma-separated list of NAME=VALUE', out)
 
     def test_bad_check_window(self):
         rc, out = lab('run', 'basic', '--check-window', 'zero', '--', 'true')
@@ -127,7 +135,7 @@ class Presets(unittest.TestCase):
     def test_listed(self):
         rc, out = lab('presets')
         self.assertEqual(rc, 0, out)
-        for name in ('basic:', 'switch:', 'numa:', 'e1000e:'):
+        for name in ('basic:', 'switch:', 'numa:', 'e1000e:', 'virtio:'):
             self.assertIn(name, out)
 
     def test_topology_classes_all_occur(self):
@@ -145,6 +153,16 @@ class Presets(unittest.TestCase):
             args = mod.preset_qemu_args(p, [f'/dev/shm/x{i}' for i in range(len(p.windows))])
             ids = [a.split('id=')[1].split(',')[0] for a in args if 'id=' in a]
             self.assertEqual(len(ids), len(set(ids)), p.name)
+
+    def test_virtio_nics_are_modern_behind_the_iommu_and_take_extra_properties(self):
+        mod = load_runner()
+        args = mod.preset_qemu_args(mod.PRESETS['virtio'], ['/dev/shm/x0'], 'packed=on,mrg_rxbuf=off')
+        nics = [a for a in args if a.startswith('virtio-net-pci,')]
+        self.assertEqual(len(nics), 2)
+        for a in nics:
+            self.assertIn('disable-legacy=on,iommu_platform=on,packed=on,mrg_rxbuf=off', a)
+        basic = mod.preset_qemu_args(mod.PRESETS['basic'], ['/dev/shm/x0'], 'packed=on')
+        self.assertFalse([a for a in basic if 'packed=on' in a])
 
 
 class Windows(unittest.TestCase):
