@@ -172,7 +172,8 @@ PublishedStats read_published_stats(const std::string& path, bool allow_stale) {
     const char* fix_owner =
         "the program that owns the device publishes with nic::StatsPublisher; check that it runs "
         "and uses the same BARDRIVE_STATS_DIR";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // Non-blocking: a FIFO put in its place would hold open() forever.
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd) {
         if (errno == ENOENT)
             throw Error("read NIC statistics", path, "nobody publishes statistics there (no such file)", fix_owner);
@@ -184,6 +185,12 @@ PublishedStats read_published_stats(const std::string& path, bool allow_stale) {
         return Error("read NIC statistics", path, what, fix);
     };
     const char* fix_remove = "remove the file; its owner recreates it when it starts";
+    if (!S_ISREG(st.st_mode)) {
+        throw bad(std::string("not a statistics file: it is ") + (S_ISDIR(st.st_mode)    ? "a directory"
+                                                                  : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                                         : "not a regular file"),
+                  "remove it; the owner of the device publishes a regular file there when it starts");
+    }
     if (static_cast<std::size_t>(st.st_size) < kHeaderBytes) {
         throw bad(log::concat("the file is truncated: ", st.st_size, " bytes, a header alone is ", kHeaderBytes),
                   fix_remove);

@@ -1,5 +1,8 @@
 #include "core/error.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cerrno>
@@ -22,4 +25,19 @@ TEST_CASE("file helpers report the path that failed") {
                       ContainsSubstring("/nonexistent/bardrive/x"));
     CHECK_FALSE(bardrive::file::try_read_text("/nonexistent/bardrive/x").has_value());
     CHECK(bardrive::file::read_text("/proc/self/comm") == "unit-core");
+}
+
+TEST_CASE("file helpers never block on a FIFO and refuse a directory") {
+    char dir[] = "/tmp/bardrive-fifo-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    const std::string fifo = std::string(dir) + "/class";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // A copied sysfs attribute that is a FIFO: not an attribute (nothing to wait for).
+    CHECK_FALSE(bardrive::file::try_read_text(fifo).has_value());
+    // A file given by name that is a FIFO nobody writes: empty at once (a pipe with a writer is read as it comes).
+    CHECK(bardrive::file::read_text(fifo).empty());
+    CHECK_THROWS_WITH(bardrive::file::read_text(dir), ContainsSubstring("Is a directory"));
+    CHECK_FALSE(bardrive::file::try_read_text(dir).has_value());
+    ::unlink(fifo.c_str());
+    ::rmdir(dir);
 }

@@ -3,6 +3,7 @@
 // counts, an owner that is gone, an owner that never finishes writing).
 #include "nic/stats_file.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,6 +141,14 @@ TEST_CASE("stats file: malformed files are refused with what is wrong") {
         require_error(p, "truncated");
         spit(p, std::vector<char>(good.begin(), good.end() - 8));
         require_error(p, "truncated");
+    }
+    SECTION("a FIFO or a directory in its place: refused at once, never waited on") {
+        REQUIRE(::mkfifo(p.c_str(), 0600) == 0);
+        require_error(p, "it is a FIFO");
+        ::unlink(p.c_str());
+        REQUIRE(::mkdir(p.c_str(), 0700) == 0);
+        require_error(p, "it is a directory");
+        ::rmdir(p.c_str());
     }
     SECTION("not a stats file") {
         std::vector<char> b(good.size(), 'x');
