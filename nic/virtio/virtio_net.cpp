@@ -302,7 +302,7 @@ void VirtioNet::read_config() {
     const std::string& who = transport_.who();
     if (has(VIRTIO_NET_F_MAC)) transport_.require_device_config(kCfgMac, 6, "mac");
     if (has(VIRTIO_NET_F_STATUS)) transport_.require_device_config(kCfgStatus, 2, "status");
-    if (has(VIRTIO_NET_F_MQ)) transport_.require_device_config(kCfgMaxPairs, 2, "max_virtqueue_pairs");
+    if (offered_ & bit(VIRTIO_NET_F_MQ)) transport_.require_device_config(kCfgMaxPairs, 2, "max_virtqueue_pairs");
     if (has(VIRTIO_NET_F_MTU)) transport_.require_device_config(kCfgMtu, 2, "mtu");
     if (has(VIRTIO_NET_F_SPEED_DUPLEX)) transport_.require_device_config(kCfgSpeed, 4, "speed");
     if (has(VIRTIO_NET_F_RSS)) transport_.require_device_config(kCfgHashTypes, 4, "supported_hash_types");
@@ -313,7 +313,9 @@ void VirtioNet::read_config() {
         if (has(VIRTIO_NET_F_MAC)) {
             for (unsigned i = 0; i < 6; ++i) mac_.bytes[i] = transport_.config8(kCfgMac + i);
         }
-        max_pairs_ = has(VIRTIO_NET_F_MQ) ? transport_.config16(kCfgMaxPairs) : 1;
+        // Read whenever offered, so that max_queue_pairs() tells a one-queue port what more it could have.
+        max_pairs_ =
+            (offered_ & bit(VIRTIO_NET_F_MQ)) ? std::max<std::uint16_t>(1, transport_.config16(kCfgMaxPairs)) : 1;
         mtu_ = has(VIRTIO_NET_F_MTU) ? transport_.config16(kCfgMtu) : 0;
     } while (gen != transport_.config_generation());
 
@@ -346,6 +348,7 @@ void VirtioNet::setup_queues(dma::IovaAllocator& iovas, std::span<dma::BufferPoo
     const VirtioNetOptions& o = options_;
     const std::string& who = transport_.who();
     const std::uint16_t pairs = std::max(o.rx_queues, o.tx_queues);
+    // 5.1.2: the control queue follows the max_virtqueue_pairs pairs when MQ is negotiated, else pair 0.
     const std::uint16_t ctrl_vq = has(VIRTIO_NET_F_MQ) ? static_cast<std::uint16_t>(2 * max_pairs_) : 2;
     const bool ctrl = has(VIRTIO_NET_F_CTRL_VQ);
     const std::uint16_t needed = ctrl ? ctrl_vq + 1 : 2 * pairs;
