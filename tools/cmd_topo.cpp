@@ -250,8 +250,11 @@ const char* legend =
     "  PIX  = Connection traversing at most a single PCIe bridge\n"
     "  NV#  = Connection traversing a bonded set of # NVLinks\n";
 
+std::vector<std::size_t> capped_pairs(const Topology& t, const Args& args, std::vector<std::size_t> devs,
+                                      const char* what);
+
 void print_matrix(const Topology& t, const Args& args) {
-    auto devs = chosen(t, args);
+    auto devs = capped_pairs(t, args, chosen(t, args), "the matrix");
     if (devs.empty()) {
         std::printf("no devices to compare (try --all, or fewer filters)\n");
         return;
@@ -369,35 +372,49 @@ void print_show(const Topology& t, std::size_t i) {
 
 // ---- json ----
 
-void print_json(const Topology& t, const Args& args) {
-    std::fputs(json_text(topology_json(t, chosen(t, args))).c_str(), stdout);
-}
+// Every pair of n devices with its reasons is quadratic (a rack's NCCL file with 3000 GPUs: 9 million pairs,
+// gigabytes): pairs are judged among at most this many devices, the matrix's default ones (GPUs, NICs, NVMe,
+// ...) first, with a note saying how many were left out. `topo p2p A B` judges any one pair.
+constexpr std::size_t pair_limit = 64;  // devices: 4032 pairs, about 1 KB each in JSON
 
-// ---- html ----
-
-constexpr std::size_t html_pair_limit = 64;  // devices; the page holds n * (n - 1) pairs, about 1 KB each
-
-// The page lets the user pick any two endpoints, so its pairs cover all of them (or those the filters
-// pick). Past the limit, the matrix's default devices (GPUs, NICs, NVMe, ...) come first.
-std::vector<std::size_t> html_devices(const Topology& t, const Args& args) {
-    auto devs = args.has("device") || filtered(args) ? chosen(t, args) : p2p_candidates(t, true);
-    if (devs.size() <= html_pair_limit) return devs;
+// The devices whose pairs `what` (page, JSON, p2p list) judges: `devs` as chosen, capped at pair_limit.
+std::vector<std::size_t> capped_pairs(const Topology& t, const Args& args, std::vector<std::size_t> devs,
+                                      const char* what) {
+    if (devs.size() <= pair_limit) return devs;
     auto first = p2p_candidates(t, false);
     std::stable_partition(devs.begin(), devs.end(),
                           [&](std::size_t i) { return std::find(first.begin(), first.end(), i) != first.end(); });
     std::fprintf(stderr,
-                 "bardrive topo: note: the page pairs %zu of %zu devices; choose with --class, --vendor or --device\n",
-                 html_pair_limit, devs.size());
-    devs.resize(html_pair_limit);
+                 "bardrive topo: note: %s pairs %zu of %zu devices (%zu left out); choose with --class, --vendor or "
+                 "--device, or ask for one pair with 'topo p2p A B'\n",
+                 what, pair_limit, devs.size(), devs.size() - pair_limit);
+    devs.resize(pair_limit);
     if (!args.has("device")) std::sort(devs.begin(), devs.end());
     return devs;
 }
 
+// How many of `devs` capped_pairs() leaves out.
+std::size_t left_out(const std::vector<std::size_t>& devs) { return devs.size() - std::min(devs.size(), pair_limit); }
+
+void print_json(const Topology& t, const Args& args) {
+    const auto devs = chosen(t, args);
+    std::fputs(json_text(topology_json(t, capped_pairs(t, args, devs, "the JSON"), left_out(devs))).c_str(), stdout);
+}
+
+// ---- html ----
+
+// The page lets the user pick any two endpoints, so its pairs cover all of them (or those the filters
+// pick).
+std::vector<std::size_t> html_candidates(const Topology& t, const Args& args) {
+    return args.has("device") || filtered(args) ? chosen(t, args) : p2p_candidates(t, true);
+}
+
 void write_html(const Topology& t, const Args& args, const std::string& file) {
-    auto devs = html_devices(t, args);
+    const auto all = html_candidates(t, args);
+    const auto devs = capped_pairs(t, args, all, "the page");
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     if (!out) throw Error::from_errno("create page", file, errno, "check that the folder exists and is writable");
-    out << topology_html(json_text(topology_json(t, devs)));
+    out << topology_html(json_text(topology_json(t, devs, left_out(all))));
     out.close();
     if (!out) throw Error::from_errno("write page", file, errno);
     std::printf("wrote %s: %zu functions, %zu devices to pair (open it in a browser)\n", file.c_str(), t.devices.size(),
@@ -496,7 +513,7 @@ int run_topo(const CommandArgs& argv) {
         }
         if (pos.size() != 1)
             throw Error("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
-        auto devs = chosen(t, args);
+        auto devs = capped_pairs(t, args, chosen(t, args), "p2p");
         for (auto a : devs)
             for (auto b : devs)
                 if (a != b) print_report(t, judge_p2p(t, a, b));

@@ -132,7 +132,8 @@ ordered_json pair_json(const Topology& t, const P2pReport& r) {
 
 }  // namespace
 
-ordered_json topology_json(const Topology& t, const std::vector<std::size_t>& pair_devices) {
+ordered_json topology_json(const Topology& t, const std::vector<std::size_t>& pair_devices,
+                           std::size_t left_out_of_pairs) {
     ordered_json j;
     j["schema"] = "bardrive-topo/1";
     j["source"] = t.source;
@@ -155,6 +156,7 @@ ordered_json topology_json(const Topology& t, const std::vector<std::size_t>& pa
     for (auto a : pair_devices)
         for (auto b : pair_devices)
             if (a != b) j["pairs"].push_back(pair_json(t, judge_p2p(t, a, b)));
+    j["devices_left_out_of_pairs"] = left_out_of_pairs;
     return j;
 }
 

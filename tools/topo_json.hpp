@@ -14,7 +14,8 @@ namespace bardrive::tools {
 
 // The document of docs/topology.md, keys in the schema's order. `pairs` holds every ordered pair of
 // distinct pair_devices (indices into t.devices), in their order, each with its class and verdict.
-nlohmann::ordered_json topology_json(const pci::Topology& t, const std::vector<std::size_t>& pair_devices);
+nlohmann::ordered_json topology_json(const pci::Topology& t, const std::vector<std::size_t>& pair_devices,
+                                     std::size_t left_out_of_pairs = 0);
 
 // The text of a JSON document as bardrive writes it: two-space indent, UTF-8 left as it is, each byte
 // that is not valid UTF-8 replaced by U+FFFD (names come from pci.ids, sysfs, hwloc XML and pasted

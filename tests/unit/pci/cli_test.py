@@ -407,4 +407,32 @@ if shutil.which('lspci') and os.path.isdir('/sys/bus/pci/devices'):
 else:
     print('names on this machine not compared with lspci: no lspci or no /sys/bus/pci/devices')
 
+# ---- a rack's worth of GPUs in one NCCL file: pairs bounded, what was left out said ----
+with tempfile.TemporaryDirectory() as d:
+    lines = ['<system version="1">', '  <cpu numaid="0" affinity="ff" arch="x86_64" vendor="GenuineIntel" '
+             'familyid="6" modelid="85">']
+    for sw in range(375):  # 375 switches of 8 GPUs: 3000 GPUs
+        lines.append(f'    <pci busid="ffff:{sw >> 5:02x}:{sw & 31:02x}.0" class="0x060400" vendor="0xffff" '
+                     'device="0xffff" link_speed="16 GT/s" link_width="16">')
+        for g in range(8):
+            lines.append(f'      <pci busid="{1 + sw // 200:04x}:{sw % 200:02x}:{g:02x}.0" class="0x030200" '
+                         'vendor="0x10de" device="0x20b0" link_speed="16 GT/s" link_width="16"/>')
+        lines.append('    </pci>')
+    lines += ['  </cpu>', '</system>']
+    rack = os.path.join(d, 'rack.xml')
+    with open(rack, 'w') as f:
+        f.write('\n'.join(lines))
+    p = run('--nccl-xml', rack, '--json')
+    j = json.loads(p.stdout)
+    check(len(j['devices']) >= 3000, f'rack: {len(j["devices"])} devices')
+    check(len(j['pairs']) == 64 * 63, f'rack: {len(j["pairs"])} pairs, expected 64 * 63')
+    check(j['devices_left_out_of_pairs'] > 2900, f'rack: {j["devices_left_out_of_pairs"]} left out')
+    check('pairs 64 of' in p.stderr and 'left out' in p.stderr, f'rack: no note on stderr: {p.stderr[-300:]}')
+    check(len(p.stdout) < 16 << 20, f'rack: {len(p.stdout)} bytes of JSON')
+    p = run('--nccl-xml', rack, 'p2p', '--all')
+    check(p.stdout.count('\n') < 4032 * 40, 'rack: p2p --all bounded')
+    check('p2p pairs 64 of' in p.stderr, 'rack: p2p --all says what it left out')
+    p = run('--nccl-xml', rack, '--matrix')
+    check(len(p.stdout) < 1 << 20 and 'the matrix pairs 64 of' in p.stderr, 'rack: the matrix is capped with a note')
+
 report_and_exit()
