@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <map>
@@ -147,6 +148,7 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
 std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& devices, bool restore,
                                 const BindOptions& options) {
     std::map<pci::Bdf, std::string> previous;
+    std::error_code ec;
     for (const auto& b : devices) {
         require_device(sys, b, "unbind from vfio-pci");
         std::string drv = sys.driver(b);
@@ -159,7 +161,28 @@ std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& d
                             "bardrive bind was not used for it (or /run was cleared); bind a driver by hand: "
                             "echo " +
                                 b.str() + " > /sys/bus/pci/drivers/DRIVER/bind");
-            previous[b] = *saved;
+            // The state file is data, not a path: only a plain driver name that the bus has now. Checked before
+            // the device is released, so a refusal leaves it on vfio-pci.
+            const std::string& name = *saved;
+            const bool plain = name.size() <= 64 && name != "." && name != ".." &&
+                               std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                                   return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                               });
+            if (!plain) {
+                throw Error(
+                    "restore driver of", b.str(),
+                    "the driver remembered in " + state_file(options, b) + " is not a driver name ('" +
+                        name.substr(0, 64) + (name.size() > 64 ? "...'" : "'") + ")",
+                    "remove that file; bind a driver by hand: echo " + b.str() + " > /sys/bus/pci/drivers/DRIVER/bind");
+            }
+            if (!fs::is_directory(sys.root() + "/bus/pci/drivers/" + name, ec)) {
+                throw Error(
+                    "restore driver of", b.str(),
+                    "the remembered driver " + name + " is not loaded (no " + sys.root() + "/bus/pci/drivers/" + name +
+                        ")",
+                    "load it ('modprobe " + name + "') and run this again; the device stays on vfio-pci until then");
+            }
+            previous[b] = name;
         }
     }
     std::vector<std::string> done;
@@ -176,7 +199,6 @@ std::vector<std::string> unbind(const Sysfs& sys, const std::vector<pci::Bdf>& d
         std::string now = sys.driver(b);
         if (now != drv)
             throw Error("restore driver of", b.str(), drv + " did not take the device back", "check 'dmesg'");
-        std::error_code ec;
         fs::remove(state_file(options, b), ec);
         done.push_back(b.str() + ": vfio-pci -> " + drv);
     }
