@@ -26,11 +26,15 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
             } else if (i + 1 < argv.size()) {
                 flags_.emplace(name, argv[++i]);
             } else {
-                throw Error("bardrive " + command, "--" + name, "needs a value",
-                            "see 'bardrive " + command + " --help'");
+                throw UsageError("bardrive " + command, "--" + name, "needs a value",
+                                 "see 'bardrive " + command + " --help'");
             }
+        } else if (switches.count(name)) {
+            throw UsageError("bardrive " + command, "--" + name + "=" + *inline_value, "--" + name + " takes no value",
+                             "give it alone: --" + name);
         } else {
-            throw Error("bardrive " + command, "--" + name, "unknown option", "see 'bardrive " + command + " --help'");
+            throw UsageError("bardrive " + command, "--" + name, "unknown option",
+                             "see 'bardrive " + command + " --help'");
         }
     }
 }

@@ -8,11 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace bardrive::tools {
+
+// Bad usage (an unknown option, a missing or malformed value, a wrong number of arguments): `bardrive`
+// exits 2 for it, 1 for every other error, 0 on success (the one contract of every subcommand).
+struct UsageError : Error {
+    using Error::Error;
+};
 
 class Args {
 public:
-    // Throws bardrive::Error for an unknown flag or a missing value, naming the subcommand.
+    // Throws UsageError for an unknown flag, a missing value or a value given to a switch, naming the subcommand.
     Args(const std::string& command, const std::vector<std::string>& argv, const std::set<std::string>& switches,
          const std::set<std::string>& valued);
 

@@ -1,9 +1,11 @@
 // bardrive: the command-line front of the library. `bardrive help` lists the subcommands.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 
 #include "core/error.hpp"
+#include "tools/args.hpp"
 #include "tools/commands.hpp"
 
 namespace bardrive::tools {
@@ -51,7 +53,18 @@ int main(int argc, char** argv) {
         if (std::strcmp(c.name, name) != 0) continue;
         CommandArgs args(argv + (argc > 1 ? 2 : 1), argv + argc);
         try {
-            return c.run(args);
+            const int rc = c.run(args);
+            // What was written to standard output must have arrived (a full disk, a closed pipe): never
+            // exit 0 having written nothing.
+            if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+                std::fprintf(stderr, "bardrive %s: error: writing standard output failed: %s\n", name,
+                             std::strerror(errno ? errno : EIO));
+                return rc != 0 ? rc : 1;
+            }
+            return rc;
+        } catch (const UsageError& e) {
+            std::fprintf(stderr, "bardrive %s: error: %s\n", name, e.what());
+            return 2;
         } catch (const bardrive::Error& e) {
             std::fprintf(stderr, "bardrive %s: error: %s\n", name, e.what());
             return 1;

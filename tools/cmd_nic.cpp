@@ -1,5 +1,6 @@
 // bardrive nic stats: the statistics a running driver publishes (nic/stats_file.*); this file only
 // reads options and prints.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,12 +81,23 @@ double age_s(const nic::PublishedStats& p) {
     return (static_cast<double>(now.count()) - static_cast<double>(p.updated_unix_ns)) / 1e9;
 }
 
+// Text from a file others can write, for a terminal: printable ASCII only (an escape sequence in a driver
+// name would otherwise reach the terminal), each other byte shown as '?'.
+std::string printable(const std::string& s) {
+    std::string out = s;
+    for (char& c : out) c = (c >= 0x20 && c < 0x7f) ? c : '?';
+    return out;
+}
+
+// Input echoed in an error, at most 64 characters of it.
+std::string bounded(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 64) + "..."; }
+
 // Human output; `prev` (with --watch) adds packet rates over `dt` seconds.
 void print_table(const nic::PublishedStats& p, const nic::PublishedStats* prev, double dt) {
     const nic::StatsSnapshot& s = p.stats;
-    std::printf("%s %s, owner pid %lld%s, updated %.1f s ago (publish %llu)\n", p.bdf.c_str(), p.driver.c_str(),
-                static_cast<long long>(p.owner_pid), p.owner_alive ? "" : " (GONE: stale numbers)", age_s(p),
-                static_cast<unsigned long long>(p.publishes));
+    std::printf("%s %s, owner pid %lld%s, updated %.1f s ago (publish %llu)\n", printable(p.bdf).c_str(),
+                printable(p.driver).c_str(), static_cast<long long>(p.owner_pid),
+                p.owner_alive ? "" : " (GONE: stale numbers)", age_s(p), static_cast<unsigned long long>(p.publishes));
     if (s.link_up) {
         std::printf("link: up, %u Mb/s, %llu changes\n", s.speed_mbps, static_cast<unsigned long long>(s.link_changes));
     } else {
@@ -125,16 +137,31 @@ void print_table(const nic::PublishedStats& p, const nic::PublishedStats* prev, 
         static_cast<unsigned long long>(d.crc_errors));
 }
 
-double positive_number(const Args& args, const char* flag, double fallback) {
-    auto v = args.value(flag);
-    if (!v) return fallback;
+// A positive number of seconds up to a day (inf, nan and 1e300 would overflow the sleep to none at all).
+double interval_seconds(const Args& args) {
+    auto v = args.value("interval");
+    if (!v) return 1.0;
     char* end = nullptr;
     double d = std::strtod(v->c_str(), &end);
-    if (end == v->c_str() || *end != '\0' || !(d > 0)) {
-        throw Error("bardrive nic stats", std::string("--") + flag, "'" + *v + "' is not a positive number",
-                    "e.g. --interval 0.5, --count 10");
+    if (end == v->c_str() || *end != '\0' || !(d >= 0.01 && d <= 86400)) {
+        throw UsageError("bardrive nic stats", "--interval", "'" + bounded(*v) + "' is not 0.01 to 86400 seconds",
+                         "e.g. --interval 0.5");
     }
     return d;
+}
+
+// A whole number of prints from 1 to a billion (0: no limit when not given).
+long print_count(const Args& args) {
+    auto v = args.value("count");
+    if (!v) return 0;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+    if (end == v->c_str() || *end != '\0' || errno == ERANGE || v->front() == '-' || n < 1 || n > 1000000000ull) {
+        throw UsageError("bardrive nic stats", "--count",
+                         "'" + bounded(*v) + "' is not a whole number from 1 to 1000000000", "e.g. --count 10");
+    }
+    return static_cast<long>(n);
 }
 
 int run_stats(const CommandArgs& argv) {
@@ -147,15 +174,25 @@ int run_stats(const CommandArgs& argv) {
         std::fputs(usage, stderr);
         return 2;
     }
-    pci::Bdf bdf = pci::Bdf::parse(args.positional()[0]);
+    auto parsed = pci::Bdf::try_parse(args.positional()[0]);
+    if (!parsed) {
+        throw UsageError("bardrive nic stats", "'" + bounded(args.positional()[0]) + "'", "is not a PCI address",
+                         "give it as DOMAIN:BUS:DEVICE.FUNCTION, e.g. 0000:01:00.0");
+    }
+    const pci::Bdf bdf = *parsed;
     std::string path = nic::stats_file_path(bdf, args.value("dir").value_or(""));
     bool json = args.has("json"), watch = args.has("watch"), stale = args.has("stale");
-    double interval = positive_number(args, "interval", 1.0);
-    double count = positive_number(args, "count", 0);  // 0: no limit
+    const double interval = interval_seconds(args);
+    const long count = print_count(args);  // 0: no limit
     nic::PublishedStats prev;
     bool have_prev = false;
     for (long n = 1;; ++n) {
         nic::PublishedStats p = nic::read_published_stats(path, stale);
+        if (p.bdf != bdf.str()) {
+            throw Error("read NIC statistics", path,
+                        "the file is " + bounded(printable(p.bdf)) + "'s, not " + bdf.str() + "'s",
+                        "remove it; the owner of " + bdf.str() + " publishes its own when it runs");
+        }
         if (json) {
             std::printf("%s\n", to_json(p).dump(watch ? -1 : 2).c_str());
         } else {
@@ -163,8 +200,9 @@ int run_stats(const CommandArgs& argv) {
             double dt = have_prev ? static_cast<double>(p.updated_unix_ns - prev.updated_unix_ns) / 1e9 : 0;
             print_table(p, have_prev && p.updated_unix_ns > prev.updated_unix_ns ? &prev : nullptr, dt);
         }
-        std::fflush(stdout);
-        if (!watch || (count > 0 && n >= static_cast<long>(count))) return 0;
+        if (std::fflush(stdout) != 0 || std::ferror(stdout))
+            throw Error::from_errno("write", "standard output", errno ? errno : EIO, "is the disk full?");
+        if (!watch || (count > 0 && n >= count)) return 0;
         prev = p;
         have_prev = true;
         std::this_thread::sleep_for(std::chrono::duration<double>(interval));

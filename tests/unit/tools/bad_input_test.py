@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Replays bad inputs to the bardrive CLI with the exit status and message each must get (issue 24's sweep,
+../shared/docs/bad-input-sweep.md, kept so the next sweep starts from it). The contract: 0 success, 1 an error,
+2 bad usage; every message names what is wrong; nothing hangs (each run has a 20 s limit); standard output that
+cannot be written is an error, never exit 0.
+usage: bad_input_test.py BARDRIVE FIXTURES_DIR"""
+import os
+import subprocess
+import sys
+import tempfile
+
+cli, fixtures = sys.argv[1:3]
+failures = []
+ran = 0
+
+
+def case(args, rc, message, stdout=None, env=None):
+    """Runs bardrive ARGS; its status must be rc and its stderr must hold every part of message."""
+    global ran
+    ran += 1
+    try:
+        out = stdout if stdout is not None else subprocess.PIPE
+        p = subprocess.run([cli, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=20,
+                           env=dict(os.environ, **(env or {})))
+    except subprocess.TimeoutExpired:
+        failures.append(f'bardrive {" ".join(args)}: still running after 20 s')
+        return
+    if p.returncode != rc:
+        failures.append(f'bardrive {" ".join(args)}: exit {p.returncode}, expected {rc}\n{p.stderr}')
+    for part in ([message] if isinstance(message, str) else message):
+        if part not in p.stderr:
+            failures.append(f'bardrive {" ".join(args)}: stderr lacks {part!r}:\n{p.stderr}')
+
+
+snapshot = os.path.join(fixtures, 'dual-socket.snapshot')
+with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
+    # Output that cannot be written (a full disk): an error, never a silent exit 0.
+    for args in (['topo', '--sysfs', snapshot], ['topo', '--sysfs', snapshot, '--json'],
+                 ['topo', '--sysfs', snapshot, '--matrix'], ['topo', '--sysfs', snapshot, '--dot'],
+                 ['topo', '--sysfs', snapshot, 'p2p', '--all'], ['help'], ['topo', '--help'], ['version']):
+        case(args, 1, 'writing standard output failed', stdout=full)
+
+    # Bad usage: exit 2 in every subcommand.
+    case(['topo', '--json=1'], 2, '--json takes no value')
+    case(['topo', '--bogus'], 2, ['--bogus', 'unknown option'])
+    case(['bind', '--force=yes'], 2, '--force takes no value')
+    case(['nic', 'stats', 'zz'], 2, ['is not a PCI address', '0000:01:00.0'])
+    case(['nic', 'stats', '0000:01:00.0', '--watch', '--interval', 'inf'], 2, 'is not 0.01 to 86400 seconds')
+    case(['nic', 'stats', '0000:01:00.0', '--watch', '--interval', '1e300'], 2, 'is not 0.01 to 86400 seconds')
+    case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '1e30'], 2, 'is not a whole number')
+    case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '-1'], 2, 'is not a whole number')
+    case(['nosuch'], 2, "unknown command 'nosuch'")
+
+    # A FIFO in place of a statistics file: refused at once, not waited on.
+    fifo = os.path.join(d, 'nic-0000:01:00.0.stats')
+    os.mkfifo(fifo)
+    case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'it is a FIFO')
+    os.unlink(fifo)
+    os.mkdir(fifo)
+    case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'it is a directory')
+    os.rmdir(fifo)
+    case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'nobody publishes statistics there')
+
+    # An hwloc XML with an internal DTD subset: read by hwloc's own parser (its libxml2 backend crashes).
+    dtd = os.path.join(d, 'dtd.xml')
+    with open(dtd, 'w') as f:
+        f.write('<?xml version="1.0"?>\n<!DOCTYPE topology [ ]>\n<topology version="2.0">\n'
+                '<object type="Machine" os_index="0" cpuset="0x1" complete_cpuset="0x1" online_cpuset="0x1" '
+                'allowed_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" allowed_nodeset="0x1">\n'
+                '<object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" '
+                'complete_nodeset="0x1"/>\n</object>\n</topology>\n')
+    p = subprocess.run([cli, 'topo', '--hwloc-xml', dtd], capture_output=True, text=True, timeout=20)
+    ran += 1
+    if p.returncode < 0 or p.returncode > 2:
+        failures.append(f'topo --hwloc-xml with an internal DTD subset: exit {p.returncode}\n{p.stderr}')
+
+    # unbind --restore with a remembered driver that is a path: refused, nothing written outside sysfs.
+    sysfs = os.path.join(d, 'sys')
+    dev = os.path.join(sysfs, 'devices/pci0000:00/0000:99:00.0')
+    os.makedirs(dev)
+    os.makedirs(os.path.join(sysfs, 'bus/pci/devices'))
+    os.makedirs(os.path.join(sysfs, 'bus/pci/drivers/vfio-pci'))
+    os.symlink('../../../devices/pci0000:00/0000:99:00.0', os.path.join(sysfs, 'bus/pci/devices/0000:99:00.0'))
+    os.symlink('../../../bus/pci/drivers/vfio-pci', os.path.join(dev, 'driver'))
+    for name, text in (('vendor', '0x8086\n'), ('device', '0x10c9\n'), ('driver_override', 'vfio-pci\n')):
+        with open(os.path.join(dev, name), 'w') as f:
+            f.write(text)
+    state = os.path.join(d, 'state')
+    os.makedirs(state)
+    victim = os.path.join(d, 'victim')
+    os.makedirs(victim)
+    with open(os.path.join(victim, 'bind'), 'w') as f:
+        f.write('untouched')
+    with open(os.path.join(state, '0000:99:00.0.driver'), 'w') as f:
+        f.write('../../../../../../../..' + victim + '\n')
+    case(['unbind', '--restore', '0000:99:00.0', '--sysfs', sysfs, '--state-dir', state], 1, 'is not a driver name')
+    with open(os.path.join(victim, 'bind')) as f:
+        if f.read() != 'untouched':
+            failures.append('unbind --restore wrote through a remembered path')
+
+for f in failures:
+    print('FAILED:', f)
+print(f'{ran} bad inputs replayed, {len(failures)} failures')
+sys.exit(1 if failures else 0)
