@@ -107,7 +107,16 @@ Topology load(const Args& args) {
     if (!!sysfs + !!xml + !!nccl + !!tree > 1)
         throw Error("bardrive topo", "--sysfs, --hwloc-xml, --nccl-xml, --lspci-tv", "give one source, not several");
     Topology t;
-    if (tree) return read_lspci_tree(file::read_text(*tree), *tree);  // names are in the text already
+    if (tree) {  // names are in the text already
+        // Read whole: the tail of a large machine's tree must not be dropped. lspci -tv of a large server is a
+        // few hundred KB; past 16 MiB it is not lspci -tv output.
+        constexpr std::size_t limit = std::size_t{16} << 20;
+        auto bytes = file::read_bytes(*tree, limit + 1);
+        if (bytes.size() > limit)
+            throw Error("read lspci -tv", *tree, "the file holds more than 16 MiB",
+                        "give the output of 'lspci -tv' (a few KB to a few hundred KB)");
+        return read_lspci_tree(std::string(bytes.begin(), bytes.end()), *tree);
+    }
     if (xml) {
         t = read_hwloc_xml(*xml);
     } else if (nccl) {

@@ -15,7 +15,8 @@ std::uint32_t check(const Config& cfg) {
         throw Error(what, "frames 0", "the frame pool is empty", "give at least one frame (pool bytes / page size)");
     std::uint32_t shift = 0;
     while ((1ull << shift) < cfg.page_size) ++shift;
-    std::uint64_t pages = (cfg.bytes + cfg.page_size - 1) >> shift;
+    // Rounded up without overflow: bytes near 2^64 would wrap (bytes + page_size - 1) to a tiny count.
+    const std::uint64_t pages = (cfg.bytes >> shift) + ((cfg.bytes & (cfg.page_size - 1)) != 0);
     if (pages >= no_page)
         throw Error(what, log::concat(pages, " pages"), "more pages than a 32-bit page index holds",
                     "use a larger page size");
@@ -25,7 +26,9 @@ std::uint32_t check(const Config& cfg) {
     return shift;
 }
 
-std::uint64_t page_count(const Config& cfg) { return (cfg.bytes + cfg.page_size - 1) / cfg.page_size; }
+std::uint64_t page_count(const Config& cfg) {
+    return cfg.bytes / cfg.page_size + (cfg.bytes % cfg.page_size != 0);  // no overflow near 2^64
+}
 
 Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const PagerView& v) {
     Stats s;

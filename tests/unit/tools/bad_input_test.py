@@ -74,6 +74,24 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     if p.returncode < 0 or p.returncode > 2:
         failures.append(f'topo --hwloc-xml with an internal DTD subset: exit {p.returncode}\n{p.stderr}')
 
+    # lspci -tv text past 1 MiB is read whole (the last host bridge keeps its device); past 16 MiB refused.
+    big = os.path.join(d, 'big-lspci-tv.txt')
+    with open(big, 'w') as f:
+        f.write('-+-[0000:00]-+-00.0  Filler host bridge ' + 'x' * 60 + '\n')
+        for i in range(14000):
+            f.write(f' |           +-{i % 32:02x}.{i // 32 % 8}  Filler device {i} ' + 'y' * 60 + '\n')
+        f.write(' \-[0001:00]-+-00.0  The last host bridge\n')
+        f.write('             \-01.0  The device past the first MiB\n')
+    p = subprocess.run([cli, 'topo', '--lspci-tv', big, '--all'], capture_output=True, text=True, timeout=20)
+    ran += 1
+    if os.path.getsize(big) <= 1 << 20 or 'The device past the first MiB' not in p.stdout:
+        failures.append(f'topo --lspci-tv of {os.path.getsize(big)} bytes lost its tail (exit {p.returncode})\n'
+                        f'{p.stderr[-400:]}')
+    huge = os.path.join(d, 'huge.txt')
+    with open(huge, 'wb') as f:
+        f.truncate((16 << 20) + 1)
+    case(['topo', '--lspci-tv', huge], 1, 'more than 16 MiB')
+
     # unbind --restore with a remembered driver that is a path: refused, nothing written outside sysfs.
     sysfs = os.path.join(d, 'sys')
     dev = os.path.join(sysfs, 'devices/pci0000:00/0000:99:00.0')

@@ -4,6 +4,7 @@
 
 #include <barrier>
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -60,6 +61,18 @@ TEST_CASE("PTE transitions keep every field in its bits") {
     CHECK(e.pins() == 3);
     CHECK(e.is(Pte::dirty));
     CHECK_FALSE(e.is(Pte::referenced));
+}
+
+TEST_CASE("an array size near 2^64 is refused, never a page count wrapped to 0") {
+    Config c = config(4, 2);
+    for (std::uint64_t bytes : {~std::uint64_t{0}, ~std::uint64_t{0} - 100, std::uint64_t{1} << 63}) {
+        INFO(bytes);
+        c.bytes = bytes;
+        CHECK(page_count(c) >= bytes / c.page_size);  // rounded up, not wrapped
+        CHECK_THROWS_WITH(check(c), Catch::Matchers::ContainsSubstring("more pages than a 32-bit page index holds"));
+    }
+    c.bytes = (std::uint64_t{1} << 32) * c.page_size - 1;  // the last size that still fits
+    CHECK(page_count(c) == (std::uint64_t{1} << 32));
 }
 
 TEST_CASE("bad configurations are refused with a hint") {
