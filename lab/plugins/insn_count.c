@@ -10,13 +10,16 @@
  * into it, though every vCPU runs the block (accel/tcg/plugin-gen.c, gen_cpu_index), so counts would land
  * on the wrong vCPU; and its inline ops write that baked index into a TCG constant, which corrupted the
  * guest (the kernel crashed early in every boot with a scoreboard inline add).
- * Reading: the guest executes the marker `nopl 0x63696462(%rax)` (bytes 0f 1f 80 62 64 69 63, a NOP no
- * compiler emits; bench/nic/insn_count.hpp) with a tag of its choice in RAX. The plugin then appends one
- * line to the log file (argument log=PATH, shared with the guest):
- *   seq=S vcpu=V tag=T counts=C0,C1,...
- * S numbers the snapshots from 1, V is the vCPU that executed the marker, Ci vCPU i's count so far (its
- * own count includes the whole block holding the marker). The line is written before the marker's vCPU
- * runs its next instruction, so a guest reading the log after a marker finds it there.
+ * Reading: the guest executes a marker, a 7-byte NOP no compiler emits, `nopl 0x??696462(%rax)` (bytes 0f 1f 80
+ * 62 64 69 OP; bench/nic/insn_count.hpp). OP 'c' (snapshot), with a tag of the guest's choice in RAX: the plugin
+ * appends one line to the log file (argument log=PATH, shared with the guest):
+ *   seq=S vcpu=V tag=T counts=C0,C1,... b0=X0,X1,... b1=Y0,Y1,...
+ * S numbers the snapshots from 1, V is the vCPU that executed the marker, Ci vCPU i's count so far, Xi and Yi
+ * its two buckets. The line is written before the marker's vCPU runs its next instruction, so a guest reading
+ * the log after a marker finds it there. OP 's' (start) and '0', '1' (add): per vCPU, no log, no registers:
+ * 's' notes the count, '0' or '1' adds what ran since the last 's' to bucket 0 or 1 (a receive loop puts the
+ * polls that found frames in one bucket and the empty ones in the other). A marker's vCPU is counted exactly to
+ * the marker: the rest of its block, already added at the block's entry, is taken off.
  * probe=on: print the API versions and refuse to load (the lab's build check, against the binary).
  */
 #include <errno.h>
@@ -35,10 +38,12 @@ extern __thread void* current_cpu __attribute__((weak, tls_model("initial-exec")
 extern void* qemu_get_cpu(int index) __attribute__((weak));
 
 #define MAX_VCPUS 64
-static const uint8_t marker[7] = {0x0f, 0x1f, 0x80, 'b', 'd', 'i', 'c'};
+static const uint8_t marker[6] = {0x0f, 0x1f, 0x80, 'b', 'd', 'i'}; /* then the operation */
+enum { OP_SNAPSHOT = 'c', OP_START = 's', OP_ADD0 = '0', OP_ADD1 = '1' };
 
 static void* cpus[MAX_VCPUS]; /* qemu_get_cpu(i), filled as vCPUs appear */
 static uint64_t counts[MAX_VCPUS];
+static uint64_t started[MAX_VCPUS], buckets[2][MAX_VCPUS];
 static uint64_t unattributed; /* blocks run where current_cpu matched no vCPU (never seen) */
 static struct qemu_plugin_register* rax;
 static int n_vcpus;
@@ -75,18 +80,40 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu) {
     if (regs) g_array_free(regs, TRUE);
 }
 
-static void snapshot(unsigned int baked_index, void* udata) {
+/* udata of a marker's callback: the instructions after it in its block (already counted at the block's entry) */
+static inline uint64_t now_exact(int v, void* after) { return counts[v] - (uintptr_t)after; }
+
+static void start(unsigned int baked_index, void* after) {
+    int v = vcpu_now();
+    if (v >= 0) started[v] = now_exact(v, after);
+}
+static void add0(unsigned int baked_index, void* after) {
+    int v = vcpu_now();
+    if (v >= 0) buckets[0][v] += now_exact(v, after) - started[v];
+}
+static void add1(unsigned int baked_index, void* after) {
+    int v = vcpu_now();
+    if (v >= 0) buckets[1][v] += now_exact(v, after) - started[v];
+}
+
+static void snapshot(unsigned int baked_index, void* after) {
     uint64_t tag = 0;
     if (rax) {
         GByteArray* buf = g_byte_array_new();
         if (qemu_plugin_read_register(rax, buf) == 8) memcpy(&tag, buf->data, 8);
         g_byte_array_free(buf, TRUE);
     }
+    int me = vcpu_now();
     g_mutex_lock(&lock);
     GString* line = g_string_new(NULL);
-    g_string_append_printf(line, "seq=%" PRIu64 " vcpu=%d tag=%" PRIu64 " counts=", ++seq, vcpu_now(), tag);
-    for (int i = 0; i < n_vcpus; i++)
-        g_string_append_printf(line, "%s%" PRIu64, i ? "," : "", __atomic_load_n(&counts[i], __ATOMIC_RELAXED));
+    g_string_append_printf(line, "seq=%" PRIu64 " vcpu=%d tag=%" PRIu64, ++seq, me, tag);
+    for (int field = 0; field < 3; field++) {
+        g_string_append(line, field == 0 ? " counts=" : field == 1 ? " b0=" : " b1=");
+        for (int i = 0; i < n_vcpus; i++) {
+            uint64_t c = field ? buckets[field - 1][i] : i == me ? now_exact(i, after) : counts[i];
+            g_string_append_printf(line, "%s%" PRIu64, i ? "," : "", c);
+        }
+    }
     g_string_append_c(line, '\n');
     if (write(log_fd, line->str, line->len) != (ssize_t)line->len)
         qemu_plugin_outs("insn_count: cannot append to the log\n");
@@ -99,10 +126,26 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
     qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, (void*)(uintptr_t)n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
-        uint8_t bytes[sizeof marker];
-        if (qemu_plugin_insn_size(insn) == sizeof marker &&
-            qemu_plugin_insn_data(insn, bytes, sizeof bytes) == sizeof bytes && !memcmp(bytes, marker, sizeof bytes))
-            qemu_plugin_register_vcpu_insn_exec_cb(insn, snapshot, QEMU_PLUGIN_CB_R_REGS, NULL);
+        uint8_t bytes[sizeof marker + 1];
+        if (qemu_plugin_insn_size(insn) != sizeof bytes ||
+            qemu_plugin_insn_data(insn, bytes, sizeof bytes) != sizeof bytes ||
+            memcmp(bytes, marker, sizeof marker) != 0)
+            continue;
+        void* after = (void*)(uintptr_t)(n - i - 1);
+        switch (bytes[sizeof marker]) {
+            case OP_SNAPSHOT:
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, snapshot, QEMU_PLUGIN_CB_R_REGS, after);
+                break;
+            case OP_START:
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, start, QEMU_PLUGIN_CB_NO_REGS, after);
+                break;
+            case OP_ADD0:
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, add0, QEMU_PLUGIN_CB_NO_REGS, after);
+                break;
+            case OP_ADD1:
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, add1, QEMU_PLUGIN_CB_NO_REGS, after);
+                break;
+        }
     }
 }
 
