@@ -98,7 +98,9 @@ void print_table(const nic::PublishedStats& p, const nic::PublishedStats* prev, 
     std::printf("%s %s, owner pid %lld%s, updated %.1f s ago (publish %llu)\n", printable(p.bdf).c_str(),
                 printable(p.driver).c_str(), static_cast<long long>(p.owner_pid),
                 p.owner_alive ? "" : " (GONE: stale numbers)", age_s(p), static_cast<unsigned long long>(p.publishes));
-    if (s.link_up) {
+    if (s.link_up && s.speed_mbps == 0) {  // virtio-net reports no speed
+        std::printf("link: up (speed not reported), %llu changes\n", static_cast<unsigned long long>(s.link_changes));
+    } else if (s.link_up) {
         std::printf("link: up, %u Mb/s, %llu changes\n", s.speed_mbps, static_cast<unsigned long long>(s.link_changes));
     } else {
         std::printf("link: DOWN, %llu changes\n", static_cast<unsigned long long>(s.link_changes));

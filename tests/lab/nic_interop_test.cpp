@@ -55,7 +55,12 @@ std::string read_line(const std::string& path) { return file::try_read_text(path
 // with an AF_PACKET socket bound to it for test frames only.
 struct KernelPort {
     explicit KernelPort(const std::string& bdf) {
-        std::string net = "/sys/bus/pci/devices/" + bdf + "/net";
+        // The interface sits under the device (igb, e1000e) or under its virtio device (virtio_net: BDF/virtioN/net).
+        const std::string dev = "/sys/bus/pci/devices/" + bdf;
+        std::string net = dev + "/net";
+        for (const auto& e : std::filesystem::directory_iterator(dev))
+            if (e.path().filename().string().rfind("virtio", 0) == 0 && std::filesystem::exists(e.path() / "net"))
+                net = (e.path() / "net").string();
         REQUIRE(std::filesystem::exists(net));  // still driven by the kernel's driver
         name = std::filesystem::directory_iterator(net)->path().filename();
         std::ofstream(std::string("/proc/sys/net/ipv6/conf/") + name + "/disable_ipv6") << "1";

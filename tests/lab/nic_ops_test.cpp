@@ -82,7 +82,7 @@ struct Bed {
         const char* m = std::getenv("BARDRIVE_LAB_NIC_MODEL");
         model = m ? m : "";
         REQUIRE(nics.size() >= 2);
-        REQUIRE((model == "igb" || model == "e1000e"));
+        REQUIRE(!model.empty());
         domain = std::make_unique<vfio::Domain>();
         a = std::make_unique<vfio::Device>(vfio::Device::open(*domain, nics[0]));
         b = std::make_unique<vfio::Device>(vfio::Device::open(*domain, nics[1]));
@@ -180,15 +180,17 @@ TEST_CASE("nic stats: another process reads a running workload's counters; they 
             CHECK(jb["owner_pid"] == ::getpid());
             CHECK(jb["owner_alive"] == true);
             CHECK(jb["link"]["up"] == true);
-            CHECK(jb["link"]["speed_mbps"] == 1000);
+            if (b.port->features() & nic::feature::LINK_SPEED) CHECK(jb["link"]["speed_mbps"] == 1000);
             CHECK(jb["rx"].size() == 1);
             std::uint64_t rx = jb["rx"][0]["packets"];
             CHECK(rx > last_rx);  // grows while the workload runs...
             CHECK(rx == total);   // ...and is what the workload counted at the publish
             CHECK(jb["rx"][0]["bytes"] == total * 200);
-            CHECK(jb["device"]["rx_packets"] == total);
             CHECK(ja["tx"][0]["packets"] == total);
-            CHECK(ja["device"]["tx_packets"] == total);
+            if (b.port->features() & nic::feature::DEVICE_COUNTERS) {  // virtio-net keeps none: all 0
+                CHECK(jb["device"]["rx_packets"] == total);
+                CHECK(ja["device"]["tx_packets"] == total);
+            }
             CHECK(jb["rx"][0]["bad_length"] == 0);
             last_rx = rx;
         }
@@ -196,7 +198,9 @@ TEST_CASE("nic stats: another process reads a running workload's counters; they 
         Cli table = cli("nic stats " + bdf_b.str());
         INFO(table.out);
         CHECK(table.status == 0);
-        CHECK_THAT(table.out, ContainsSubstring("link: up, 1000 Mb/s, 0 changes"));
+        CHECK_THAT(table.out, ContainsSubstring(b.port->features() & nic::feature::LINK_SPEED
+                                                    ? "link: up, 1000 Mb/s, 0 changes"
+                                                    : "link: up (speed not reported), 0 changes"));
         CHECK_THAT(table.out, ContainsSubstring(std::to_string(total)));
         Cli watch = cli("nic stats " + bdf_b.str() + " --json --watch --interval 0.1 --count 3");
         INFO(watch.out);
@@ -235,7 +239,7 @@ TEST_CASE("nic stats: another process reads a running workload's counters; they 
     // Bad input.
     CHECK(cli("nic stats").status == 2);
     Cli bad = cli("nic stats 0000:zz:00.0");
-    CHECK(bad.status == 1);
+    CHECK(bad.status == 2);  // a malformed address is bad usage
 }
 
 TEST_CASE("link: the host pulls the cable and puts it back; poll_link and the stats report both") {
@@ -269,7 +273,7 @@ TEST_CASE("link: the host pulls the cable and puts it back; poll_link and the st
     CHECK(labenv::wait_for([&] { return (up = a.poll_link()).has_value(); }, std::chrono::seconds(10)));
     REQUIRE(up);
     CHECK(up->up);
-    CHECK(up->speed_mbps == 1000);
+    if (a.port->features() & nic::feature::LINK_SPEED) CHECK(up->speed_mbps == 1000);
     a.publish(pa);
     j = stats_json(bed.nics[0]);
     CHECK(j["link"]["up"] == true);
@@ -303,13 +307,14 @@ TEST_CASE("link with interrupts: the link vector fires when the cable goes and w
         },
         std::chrono::seconds(10)));
     REQUIRE(up);
-    CHECK(up->speed_mbps == 1000);
+    if (a.port->features() & nic::feature::LINK_SPEED) CHECK(up->speed_mbps == 1000);
     const std::uint64_t changes = a.port->link_changes();
     CHECK(changes == 2);
 }
 
 TEST_CASE("DMA engine: the port's MAC loopback copies memory to memory through nic::LoopbackCopy, exactly") {
     Bed bed;
+    if (!nic::driver_for(*bed.a).open_engine) SKIP(nic::driver_for(*bed.a).name << " cannot serve as a DMA engine");
     nic::EngineOptions eo;
     eo.ring = 256;
     std::unique_ptr<nic::LoopbackEngine> engine = nic::open_loopback_engine(*bed.a, *bed.iovas, eo);
