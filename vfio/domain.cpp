@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -88,7 +89,9 @@ Backend default_backend() {
 }
 
 Domain::Domain() : Domain(default_backend()) {}
-Domain::Domain(Backend backend) : impl_(make(backend)), state_(std::make_unique<detail::DomainState>()) {}
+Domain::Domain(Backend backend) : Domain(make(backend)) {}
+Domain::Domain(std::unique_ptr<detail::DomainBackend> backend)
+    : impl_(std::move(backend)), state_(std::make_unique<detail::DomainState>()) {}
 
 Domain::~Domain() {
     auto& st = *state_;

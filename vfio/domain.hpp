@@ -58,6 +58,8 @@ class Domain {
 public:
     Domain();                          // default_backend()
     explicit Domain(Backend backend);  // Backend::noiommu warns loudly: DMA is then unprotected
+    // A backend made elsewhere (the unit tests' fake one): Domain's own checks run against it unchanged.
+    explicit Domain(std::unique_ptr<detail::DomainBackend> backend);
     ~Domain();
     Domain(const Domain&) = delete;
     Domain& operator=(const Domain&) = delete;
