@@ -13,7 +13,14 @@ PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev libxml2-dev
       busybox-static cpio kmod xz-utils zstd procps clang clang-format libclang-rt-14-dev valgrind
       bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev chromium
       xdp-tools libxdp-dev libbpf-dev  # bench/nic/nic-vs-xdp: xdp-bench, xdp-trafficgen, AF_XDP
-      libglib2.0-dev)  # lab/plugins/insn_count.c (qemu-plugin.h includes glib.h)
+      libglib2.0-dev  # lab/plugins/insn_count.c (qemu-plugin.h includes glib.h)
+      libpcap-dev)  # examples/capture writes pcap files (read back by tcpdump, a guest program below)
+# The packages of the programs lab guests run from this host's /usr (ip, tcpdump, ...): listed once, in
+# lab/guest-programs, which `lab/lab run` checks before booting.
+guest_programs="$(dirname "$0")/../lab/guest-programs"
+[ -r "$guest_programs" ] || { printf 'setup: error: %s not found: run this script from a bardrive checkout\n' "$guest_programs" >&2; exit 1; }
+# shellcheck disable=SC2207
+PKGS+=($(awk '!/^#/ && NF { print $2 }' "$guest_programs" | sort -u))
 MIN_MESON=1.7.0
 
 [ "$(id -u)" = 0 ] || die "must run as root (apt-get needs it): run 'sudo $0' or as root"

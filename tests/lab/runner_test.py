@@ -131,6 +131,51 @@ class BadInput(unittest.TestCase):
             self.assertEqual(rc, 1, out)
 
 
+class GuestPrograms(unittest.TestCase):
+    """lab/guest-programs: what the guest runs from the host's /usr; missing or busybox-only programs are named
+    with their package before anything boots."""
+
+    def test_the_list_names_what_the_tests_run(self):
+        mod = load_runner()
+        table = dict(mod.read_guest_programs(mod.GUEST_PROGRAMS))
+        self.assertEqual(table['ip'], 'iproute2')
+        self.assertEqual(table['tcpdump'], 'tcpdump')
+
+    def test_setup_installs_every_package_of_the_list(self):
+        mod = load_runner()
+        with open(os.path.join(mod.PROJECT_ROOT, 'scripts', 'setup.sh')) as f:
+            setup = f.read()
+        self.assertIn('lab/guest-programs', setup)  # setup.sh takes the packages from the same file
+
+    def test_missing_and_busybox_stand_ins_are_refused_real_ones_pass(self):
+        mod = load_runner()
+        with tempfile.TemporaryDirectory() as d:
+            for name, target in (('ip', '/bin/busybox'), ('lspci', None)):
+                path = os.path.join(d, name)
+                if target:
+                    os.symlink(target, path)
+                else:
+                    with open(path, 'w') as f:
+                        f.write('#!/bin/sh\n')
+                    os.chmod(path, 0o755)
+            got = mod.missing_guest_programs([('ip', 'iproute2'), ('lspci', 'pciutils'), ('tcpdump', 'tcpdump')],
+                                             [d])
+            self.assertEqual(got, [('ip', 'iproute2'), ('tcpdump', 'tcpdump')])
+
+    def test_run_refuses_with_the_package_to_install(self):
+        mod = load_runner()
+        with tempfile.TemporaryDirectory() as d:
+            listing = os.path.join(d, 'guest-programs')
+            with open(listing, 'w') as f:
+                f.write('# comment\nno-such-program-bardrive  no-such-package  a test\n')
+            mod.GUEST_PROGRAMS = listing
+            with self.assertRaises(mod.CannotRun) as e:
+                mod.check_guest_programs()
+            self.assertIn('no-such-program-bardrive (package no-such-package)', str(e.exception))
+            self.assertIn('apt-get install no-such-package', e.exception.fix)
+            self.assertEqual(e.exception.code, 77)
+
+
 class Presets(unittest.TestCase):
     def test_listed(self):
         rc, out = lab('presets')
