@@ -16,6 +16,11 @@
 // an idle-priority soaker thread in a second pass (Soaker); bardrive busy-polling: the time of the polls
 // that returned frames (empty polls left out); senders, which keep CPU 0 busy: its busy time (/proc/stat). "sent" is
 // A's tx_packets (pktgen may round the count up to its burst); every receiver checks pktgen's magic in each frame.
+// Under `lab/lab run --count-instructions` each row also gives the guest instructions per frame of the measured
+// vCPU (QEMU's insn_count plugin, bench/nic/insn_count.hpp): everything CPU 1 executed while a RX row ran
+// (interrupts, softirq, system calls, the receiver; for busy polling without the empty polls, and with only
+// those between the first and the last frame), everything CPU 0 executed while a TX row sent, less what the
+// same path spent on a 64-frame row (its set-up: pktgen's configuration, a program run's preparation).
 
 #include <linux/bpf.h>
 #include <linux/if_link.h>
@@ -43,6 +48,7 @@
 #include <vector>
 
 #include "bench/nic/af_xdp_rx.hpp"
+#include "bench/nic/insn_count.hpp"
 #include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
 #include "core/fd.hpp"
@@ -72,11 +78,58 @@ struct Run {
     std::uint64_t sent = 0, received = 0, valid = 0;
     double seconds = 0;
     double cpu = 0;  // seconds of CPU time of the measured side
+    // guest instructions of the measured vCPU (--count-instructions), -1 when not counted; for busy polling
+    // also without the empty polls (insns_frames) and with only those between the first and the last frame
+    double insns = -1, insns_frames = -1, insns_between = -1;
+    double bucket[2] = {-1, -1};  // the measured vCPU's buckets over the row (insn_add<0>, insn_add<1>)
+    double counted_seconds = 0;   // RX: the wall time between the row's two marks
+    double insns_filled = -1;     // bardrive poll: per frame, draining a ring filled first (every poll a full batch)
+    std::uint64_t polls_with_frames = 0;
+    std::uint64_t empty_polls = 0,
+                  empty_outside = 0;  // busy polling: all, and before the first or after the last frame
+    double insns_tx = -1;             // TX: per frame, by difference against a 64-frame row of the same path
+    double insns_per_frame() const {
+        if (insns_tx >= 0) return insns_tx;
+        return ran && received && insns >= 0 ? insns / static_cast<double>(received) : -1;
+    }
     double kpps() const { return ran && seconds > 0 ? static_cast<double>(received) / seconds / 1e3 : 0; }
     double ns_per_frame() const { return ran && received ? cpu * 1e9 / static_cast<double>(received) : 0; }
 };
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// The instruction counter (unavailable without --count-instructions: the columns then say "-").
+bench::InsnCounter insn_counter;
+
+// Instructions vCPU `cpu` executed between the marks `from` and `to`; -1 when either snapshot is missing.
+double insns_between(std::uint64_t from, std::uint64_t to, unsigned cpu) {
+    if (!insn_counter.available()) return -1;
+    auto a = insn_counter.get(from), b = insn_counter.get(to);
+    return a && b ? static_cast<double>(b->since(*a, cpu)) : -1;
+}
+
+// A TX path's instructions per frame on CPU 0: `send(n)` sends n frames through it and returns how many it sent;
+// a row of kTxSmall frames, then one of `count`, and the difference, which leaves out what the path spends once
+// per row (pktgen's configuration through /proc, loading an XDP program, waiting for the last descriptor).
+// `settle()` runs between the two, uncounted. Returns the big row's result; -1 in insns when not counting.
+constexpr std::uint64_t kTxSmall = 64;  // a multiple of every batch: pktgen sends whole bursts
+template <class Send, class Settle>
+std::uint64_t tx_counted(Send send, Settle settle, std::uint64_t count, Run& r) {
+    double& insns = r.insns_tx;
+    insns = -1;
+    const std::uint64_t s0 = insn_counter.available() ? insn_counter.mark() : 0;
+    const std::uint64_t small = insn_counter.available() ? send(kTxSmall) : 0;
+    const std::uint64_t s1 = insn_counter.mark();
+    if (insn_counter.available()) settle();
+    const std::uint64_t m0 = insn_counter.mark();
+    const std::uint64_t sent = send(count);
+    const std::uint64_t m1 = insn_counter.mark();
+    const double a = insns_between(s0, s1, kSendCpu), b = insns_between(m0, m1, kSendCpu);
+    if (a >= 0 && b >= 0 && sent > small) insns = (b - a) / static_cast<double>(sent - small);
+    if (auto x = insn_counter.get(m0), y = insn_counter.get(m1); x && y && sent)  // bucket 0: bardrive's sends alone
+        if (std::uint64_t b0 = y->bucket_since(*x, 0, kSendCpu)) r.insns_frames = static_cast<double>(b0) / sent;
+    return sent;
+}
 
 // Polls `value()` until it reaches `target` or stays still for `quiet`; returns when it last moved.
 template <class F>
@@ -277,6 +330,8 @@ Run rx_pass(const std::string& a, const nic::MacAddress& to, std::uint32_t len, 
     std::uint64_t tx0 = bench::if_counter(a, "tx_packets");
     Clock::time_point t0 = Clock::now();
     auto s0 = soaker ? soaker->sample() : std::pair<std::uint64_t, Clock::time_point>{};
+    const std::uint64_t m0 = insn_counter.mark();
+    const Clock::time_point c0 = Clock::now();
     bench::Pktgen::send(a, to, len, kSenderBurst, count, count);
     // A counts a frame when its descriptor is done: wait for that count to settle
     wait_count([&] { return bench::if_counter(a, "tx_packets") - tx0; }, count, Clock::now(),
@@ -284,6 +339,15 @@ Run rx_pass(const std::string& a, const nic::MacAddress& to, std::uint32_t len, 
     r.sent = bench::if_counter(a, "tx_packets") - tx0;
     target = r.sent;
     rx.join();
+    const std::uint64_t m1 = insn_counter.mark();
+    r.counted_seconds = secs(c0, Clock::now());
+    if (!soaker && insn_counter.available()) {  // the soaker's own loop would count too
+        auto x = insn_counter.get(m0), y = insn_counter.get(m1);
+        if (x && y) {
+            r.insns = static_cast<double>(y->since(*x, kRecvCpu));
+            for (unsigned b : {0u, 1u}) r.bucket[b] = static_cast<double>(y->bucket_since(*x, b, kRecvCpu));
+        }
+    }
     if (soaker && r.cpu == 0) r.cpu = soaker->taken(s0, soaker->sample());
     r.ran = true;
     r.seconds = last > t0 ? secs(t0, last) : 0;
@@ -308,6 +372,7 @@ struct Tables {
     Run xdp_drop[kS], afxdp[kS][kB], afxdp_zc[kS][kB], bard_rx[kS][kB], bard_rx_irq[kS][kB];
     Run pktgen_tx[kS][kB], trafficgen, xdp_tx[kS][kB], bard_tx[kS][kB];
     std::uint32_t trafficgen_len = 0;
+    double idle_insns_per_s[2] = {-1, -1};  // what an idle vCPU executes a second (timer ticks, the idle loop)
     std::string zc_note, afxdp_note, xdp_note, trafficgen_note, xdp_tx_note;
 };
 
@@ -368,9 +433,17 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     for (int s = 0; s < kS; ++s)
         for (int k = 0; k < kB; ++k) {
             Run& r = t.pktgen_tx[s][k];
-            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
-            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
-            double pps = bench::Pktgen::send(a.name, b.mac, kSizes[s], kBatches[k], count, count);
+            std::uint64_t base = 0, tx0 = 0;
+            double cpu0 = 0, pps = 0;
+            tx_counted(
+                [&](std::uint64_t n) {
+                    base = bench::if_counter(b.name, "rx_packets");
+                    tx0 = bench::if_counter(a.name, "tx_packets");
+                    cpu0 = bench::cpu_busy_seconds(kSendCpu);
+                    pps = bench::Pktgen::send(a.name, b.mac, kSizes[s], kBatches[k], n, n);
+                    return bench::if_counter(a.name, "tx_packets") - tx0;
+                },
+                [] {}, count, r);
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
             wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
             r.ran = pps > 0;
@@ -425,11 +498,26 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         for (int k = 0; k < kB; ++k) {
             Run& r = t.xdp_tx[s][k];
             nic::write_test_frame(frame, kSizes[s], b.mac, a.mac, 0);
-            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), tx0 = bench::if_counter(a.name, "tx_packets");
-            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
-            Clock::time_point t0 = Clock::now();
-            std::string err = xdp_live_tx(a.ifindex, frame, kSizes[s], kBatches[k], count);
-            Clock::time_point t1 = Clock::now();
+            std::uint64_t base = 0, tx0 = 0;
+            double cpu0 = 0;
+            Clock::time_point t0, t1;
+            std::string err;
+            tx_counted(
+                [&](std::uint64_t n) {  // frames asked for: the path's work, whether or not a full ring drops them
+                    if (!err.empty()) return n;
+                    base = bench::if_counter(b.name, "rx_packets");
+                    tx0 = bench::if_counter(a.name, "tx_packets");
+                    cpu0 = bench::cpu_busy_seconds(kSendCpu);
+                    t0 = Clock::now();
+                    err = xdp_live_tx(a.ifindex, frame, kSizes[s], kBatches[k], n);
+                    t1 = Clock::now();
+                    return n;
+                },
+                [&] {  // igb counts the small row's frames as it reclaims them
+                    wait_count([&] { return bench::if_counter(a.name, "tx_packets") - tx0; }, kTxSmall, Clock::now(),
+                               std::chrono::milliseconds(200));
+                },
+                count, r);
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
             if (!err.empty()) {
                 t.xdp_tx_note = err;
@@ -460,29 +548,45 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
         for (int k = 0; k < kB; ++k) {
             Run& r = t.bard_tx[s][k];
             const std::uint32_t len = kSizes[s], batch = kBatches[k];
-            std::uint64_t base = bench::if_counter(b.name, "rx_packets"), gptc0 = a.device_stats().tx_packets;
-            double cpu0 = bench::cpu_busy_seconds(kSendCpu);
-            Clock::time_point t0 = Clock::now();
-            std::uint64_t sent = 0;
-            while (sent < count) {
-                nic::Packet pkts[kMaxBatch];
-                std::uint32_t n = 0;
-                dma::BufferPool::Buffer buf;
-                while (n < batch && sent + n < count && pool.alloc(buf)) {
-                    auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
-                    std::uint64_t seq = sent + n;
-                    std::memcpy(d + nic::ETH_HEADER_LEN, &seq, sizeof seq);
-                    pkts[n++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
-                }
-                std::uint16_t took = a.tx_burst(0, std::span(pkts, n));
-                for (std::uint32_t i = took; i < n; ++i) nic::Igb::release(pkts[i]);
-                sent += took;
-            }
-            // done when the device has finished with every descriptor
-            while (a.tx_free_slots(0) + 1 < a.options().tx_ring && Clock::now() - t0 < std::chrono::seconds(30))
-                a.tx_reclaim(0);
-            Clock::time_point t1 = Clock::now();
-            a.tx_reclaim(0);
+            std::uint64_t base = 0, gptc0 = 0, sent = 0;
+            double cpu0 = 0;
+            Clock::time_point t0, t1;
+            tx_counted(
+                [&](std::uint64_t total) {
+                    base = bench::if_counter(b.name, "rx_packets");
+                    gptc0 = a.device_stats().tx_packets;
+                    cpu0 = bench::cpu_busy_seconds(kSendCpu);
+                    t0 = Clock::now();
+                    sent = 0;
+                    while (sent < total) {
+                        bench::insn_start();  // bucket 0: a send that took frames, 1: one the full ring refused
+                        nic::Packet pkts[kMaxBatch];
+                        std::uint32_t n = 0;
+                        dma::BufferPool::Buffer buf;
+                        while (n < batch && sent + n < total && pool.alloc(buf)) {
+                            auto* d = reinterpret_cast<std::uint8_t*>(buf.data);
+                            std::uint64_t seq = sent + n;
+                            std::memcpy(d + nic::ETH_HEADER_LEN, &seq, sizeof seq);
+                            pkts[n++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
+                        }
+                        std::uint16_t took = a.tx_burst(0, std::span(pkts, n));
+                        for (std::uint32_t i = took; i < n; ++i) nic::Igb::release(pkts[i]);
+                        sent += took;
+                        if (took)
+                            bench::insn_add<0>();
+                        else
+                            bench::insn_add<1>();
+                    }
+                    // done when the device has finished with every descriptor
+                    bench::insn_start();
+                    while (a.tx_free_slots(0) + 1 < a.options().tx_ring && Clock::now() - t0 < std::chrono::seconds(30))
+                        a.tx_reclaim(0);
+                    bench::insn_add<1>();
+                    t1 = Clock::now();
+                    a.tx_reclaim(0);
+                    return sent;
+                },
+                [] {}, count, r);
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
             r.ran = true;
             r.received = sent;                             // taken by tx_burst, descriptors done
@@ -494,35 +598,91 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
     }
 }
 
-// bardrive's receiver: rx_burst of up to `batch` on CPU 1. Polling, its CPU time is that of the polls
-// that found frames; with interrupts (b opened with them), an empty poll waits for the queue's MSI-X
-// and its CPU time is CPU 1's busy time, as for the kernel's receivers.
+// bardrive's receive loop: rx_burst of up to `batch` on CPU 1 until `target` frames (or 2 s without a frame).
+// Polling, its CPU time is that of the polls that found frames; with interrupts (b opened with them), an empty
+// poll waits for the queue's MSI-X. It counts the empty polls, and those before the first frame and after the
+// last; under --count-instructions each poll's instructions go to a bucket: 0 when it found frames (with their
+// handling), 1 when it found none (with the wait for the interrupt).
+Clock::time_point receive_loop(nic::Igb& b, std::uint32_t batch, Run& run, const std::atomic<std::uint64_t>& target) {
+    const bool irq = b.options().interrupts;
+    std::uint64_t busy_ns = 0, empty = 0, empty_before = 0, empty_since = 0;
+    nic::Packet got[kMaxBatch];
+    Clock::time_point last = Clock::now();
+    while (run.received < target.load()) {
+        bench::insn_start();
+        Clock::time_point p0 = Clock::now();
+        std::uint16_t n = b.rx_burst(0, std::span(got, batch));
+        if (n == 0) {
+            ++empty;
+            ++empty_since;
+            if (p0 - last > std::chrono::seconds(2)) break;
+            if (irq) b.wait_rx(0, 100);
+            bench::insn_add<1>();
+            continue;
+        }
+        if (run.received == 0) empty_before = empty;
+        empty_since = 0;
+        ++run.polls_with_frames;
+        for (std::uint16_t i = 0; i < n; ++i) {
+            run.valid += bench::is_pktgen_frame(got[i].data, got[i].len);
+            nic::Igb::release(got[i]);
+        }
+        run.received += n;
+        last = Clock::now();
+        busy_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(last - p0).count());
+        bench::insn_add<0>();
+    }
+    if (!irq) run.cpu = static_cast<double>(busy_ns) / 1e9;
+    run.empty_polls = empty;
+    run.empty_outside = empty_before + empty_since;
+    return last;
+}
+
+// bardrive's receive alone at a full batch: pktgen puts kFill frames into B's ring while nothing polls it, then
+// CPU 1 drains them, every poll taking `batch` frames; instructions per frame from bucket 0 (the polls), the
+// fewest of kFillRounds rounds (a timer interrupt that lands in a poll counts there). -1 when not counting.
+double filled_ring_insns(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch) {
+    constexpr std::uint64_t kFill = 448;  // 7 x 64, below the 512-descriptor ring, a multiple of pktgen's burst
+    constexpr int kFillRounds = 3;
+    double best = -1;
+    for (int round = 0; round < kFillRounds && insn_counter.available(); ++round) {
+        const std::uint64_t tx0 = bench::if_counter(a.name, "tx_packets");
+        bench::Pktgen::send(a.name, b.mac(), len, kSenderBurst, kFill, kFill);
+        wait_count([&] { return bench::if_counter(a.name, "tx_packets") - tx0; }, kFill, Clock::now(),
+                   std::chrono::milliseconds(200));
+        const std::uint64_t sent = bench::if_counter(a.name, "tx_packets") - tx0;
+        std::thread rx([&] {
+            bench::pin_thread(kRecvCpu);
+            Run r;
+            const std::atomic<std::uint64_t> target{sent};
+            const std::uint64_t m0 = insn_counter.mark();
+            receive_loop(b, batch, r, target);
+            const std::uint64_t m1 = insn_counter.mark();
+            auto x = insn_counter.get(m0), y = insn_counter.get(m1);
+            if (x && y && r.received == sent && sent && r.empty_polls == 0) {
+                double per = static_cast<double>(y->bucket_since(*x, 0, kRecvCpu)) / static_cast<double>(sent);
+                if (best < 0 || per < best) best = per;
+            }
+        });
+        rx.join();
+    }
+    return best;
+}
+
 Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
     const bool irq = b.options().interrupts;
     auto receive = [&](Run& run, const std::atomic<std::uint64_t>& target) {
-        std::uint64_t busy_ns = 0;
-        nic::Packet got[kMaxBatch];
-        Clock::time_point last = Clock::now();
-        while (run.received < target.load()) {
-            Clock::time_point p0 = Clock::now();
-            std::uint16_t n = b.rx_burst(0, std::span(got, batch));
-            if (n == 0) {
-                if (p0 - last > std::chrono::seconds(2)) break;
-                if (irq) b.wait_rx(0, 100);
-                continue;
-            }
-            for (std::uint16_t i = 0; i < n; ++i) {
-                run.valid += bench::is_pktgen_frame(got[i].data, got[i].len);
-                nic::Igb::release(got[i]);
-            }
-            run.received += n;
-            last = Clock::now();
-            busy_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(last - p0).count());
-        }
-        if (!irq) run.cpu = static_cast<double>(busy_ns) / 1e9;
-        return last;
+        return receive_loop(b, batch, run, target);
     };
-    return rx_with_pktgen(a.name, b.mac(), len, count, receive, kRecvCpu, !irq);
+    Run r = rx_with_pktgen(a.name, b.mac(), len, count, receive, kRecvCpu, !irq);
+    if (r.bucket[0] >= 0) {  // without the empty polls, and with those between the first and the last frame
+        r.insns_frames = r.bucket[0];
+        const double between = static_cast<double>(r.empty_polls - r.empty_outside);
+        r.insns_between =
+            r.bucket[0] + (r.empty_polls ? r.bucket[1] * between / static_cast<double>(r.empty_polls) : 0);
+    }
+    if (!irq) r.insns_filled = filled_ring_insns(a, b, len, batch);
+    return r;
 }
 
 // Polling, then with interrupts (a second Igb on the same device), moderated as the kernel's igb starts
@@ -641,6 +801,93 @@ void print(const Tables& t, std::uint64_t count) {
         }
 }
 
+std::string insn(double v) { return v >= 0 ? fmt("%.0f", v) : "-"; }
+std::string empties(const Run& p) {
+    if (!p.ran || !p.received) return "-";
+    const double per = p.empty_polls && p.bucket[1] >= 0 ? p.bucket[1] / static_cast<double>(p.empty_polls) : -1;
+    return fmt("%.1f", static_cast<double>(p.empty_polls) / static_cast<double>(p.received)) + "; " +
+           (per >= 0 ? fmt("%.1f", per) : "-");
+}
+double per_frame(const Run& r, double total) { return r.ran && r.received && total >= 0 ? total / r.received : -1; }
+
+// The lowest instructions per frame among the kernel's paths of a row; -1 when none was counted.
+double best_insns(std::initializer_list<const Run*> runs) {
+    double best = -1;
+    for (const Run* r : runs)
+        if (double v = r->insns_per_frame(); v > 0 && (best < 0 || v < best)) best = v;
+    return best;
+}
+
+// Guest instructions per frame (lab/lab run --count-instructions), and the bar of issue 22: at 64 B, batch 32,
+// bardrive's receive at most 1/1.5 of the best kernel path's instructions per frame.
+void print_insns(const Tables& t) {
+    std::printf("\n## Guest instructions per frame (QEMU's insn_count plugin; RX: CPU 1, TX: CPU 0)\n\n");
+    if (!insn_counter.available()) {
+        std::printf("- not counted: run under lab/lab run --count-instructions\n");
+        return;
+    }
+    std::printf("- an idle vCPU executes %s (CPU 0) and %s (CPU 1) instructions a second (timer, idle loop)\n",
+                insn(t.idle_insns_per_s[0]).c_str(), insn(t.idle_insns_per_s[1]).c_str());
+    std::printf(
+        "- bardrive poll: the polls that found frames (with their handling) and the empty ones are counted apart "
+        "(insn_add<0>/<1>); \"with the empty polls between frames\" adds those between the first and the last "
+        "frame at their mean count\n");
+    std::printf(
+        "\n| frame (wire) | batch | XDP drop | AF_XDP copy | AF_XDP zc | bardrive poll, ring filled first | bardrive "
+        "poll, frames only | frames per poll | bardrive poll, with the empty polls between frames | empty polls per "
+        "frame; instructions per empty poll | bardrive irq | best kernel / bardrive: filled / frames only / with "
+        "empty polls / irq | idle floor per frame: XDP / AF_XDP / irq |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n");
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            const Run &p = t.bard_rx[s][k], &n = t.bard_rx_irq[s][k];
+            double best = best_insns({&t.xdp_drop[s], &t.afxdp[s][k], &t.afxdp_zc[s][k]});
+            double frames = per_frame(p, p.insns_frames), between = per_frame(p, p.insns_between);
+            auto floor = [&](const Run& r) {  // what CPU 1 would have executed idle over the row, per frame
+                return insn(r.ran && r.received && t.idle_insns_per_s[kRecvCpu] >= 0
+                                ? t.idle_insns_per_s[kRecvCpu] * r.counted_seconds / static_cast<double>(r.received)
+                                : -1);
+            };
+            const double filled = p.insns_filled;
+            std::printf(
+                "| %u | %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s / %s | %s / %s / %s |\n",
+                kSizes[s] + 4, kBatches[k], insn(t.xdp_drop[s].insns_per_frame()).c_str(),
+                insn(t.afxdp[s][k].insns_per_frame()).c_str(), insn(t.afxdp_zc[s][k].insns_per_frame()).c_str(),
+                insn(filled).c_str(), insn(frames).c_str(),
+                p.polls_with_frames ? fmt("%.1f", static_cast<double>(p.received) / p.polls_with_frames).c_str() : "-",
+                insn(between).c_str(), empties(p).c_str(), insn(n.insns_per_frame()).c_str(),
+                ratio(best, filled).c_str(), ratio(best, frames).c_str(), ratio(best, between).c_str(),
+                ratio(best, n.insns_per_frame()).c_str(), floor(t.xdp_drop[s]).c_str(), floor(t.afxdp[s][k]).c_str(),
+                floor(n).c_str());
+        }
+    std::printf(
+        "\n| frame (wire) | batch | pktgen | XDP live-frames TX | bardrive | bardrive, sends that took frames only | "
+        "best kernel / bardrive: all / sends only |\n"
+        "|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int s = 0; s < kS; ++s)
+        for (int k = 0; k < kB; ++k) {
+            double best = best_insns({&t.pktgen_tx[s][k], &t.xdp_tx[s][k]});
+            const Run& b = t.bard_tx[s][k];
+            std::printf("| %u | %u | %s | %s | %s | %s | %s / %s |\n", kSizes[s] + 4, kBatches[k],
+                        insn(t.pktgen_tx[s][k].insns_per_frame()).c_str(),
+                        insn(t.xdp_tx[s][k].insns_per_frame()).c_str(), insn(b.insns_per_frame()).c_str(),
+                        insn(b.insns_frames).c_str(), ratio(best, b.insns_per_frame()).c_str(),
+                        ratio(best, b.insns_frames).c_str());
+        }
+    // the bar: 64 B on the wire is kSizes[0], batch 32 is kBatches[2]
+    const Run &p = t.bard_rx[0][2], &n = t.bard_rx_irq[0][2];
+    double best = best_insns({&t.xdp_drop[0], &t.afxdp[0][2], &t.afxdp_zc[0][2]});
+    std::printf("\n- bar (64 B, batch 32: bardrive's receive <= best kernel / 1.5 = %s instructions per frame):",
+                insn(best > 0 ? best / 1.5 : -1).c_str());
+    for (auto [name, v] : {std::pair<const char*, double>{"poll, ring filled first", p.insns_filled},
+                           {"poll, frames only", per_frame(p, p.insns_frames)},
+                           {"poll with the empty polls between frames", per_frame(p, p.insns_between)},
+                           {"irq", n.insns_per_frame()}})
+        std::printf(" %s %s %s;", name, insn(v).c_str(),
+                    best > 0 && v > 0 ? (v <= best / 1.5 ? "PASS" : "FAIL") : "not measured");
+    std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -669,6 +916,14 @@ int main(int argc, char** argv) try {
     ::mkdir("/sys/fs/bpf", 0755);
     ::mount("bpf", "/sys/fs/bpf", "bpf", 0, nullptr);
     Tables t;
+    if (insn_counter.available()) {  // the floor: what each vCPU executes a second with nothing to do
+        const std::uint64_t m0 = insn_counter.mark();
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const std::uint64_t m1 = insn_counter.mark();
+        for (unsigned c : {kSendCpu, kRecvCpu}) t.idle_insns_per_s[c] = insns_between(m0, m1, c);
+    } else {
+        std::fprintf(stderr, "nic-vs-xdp: no instruction counts (lab/lab run --count-instructions adds them)\n");
+    }
     const pci::Bdf A = nics[0], B = nics[1];
     {  // 1. the kernel on both NICs
         KernelPort a(A), b(B);
@@ -711,6 +966,7 @@ int main(int argc, char** argv) try {
         bardrive_rx(t, a, dev, iovas, pool, count);
     }
     print(t, count);
+    print_insns(t);
     bool ok = true;
     for (int s = 0; s < kS; ++s)
         for (int k = 0; k < kB; ++k)
