@@ -60,8 +60,9 @@ Topology read_hwloc_xml(const std::string& file) {
     // hwloc's own XML parser, not its libxml2 backend: Debian's hwloc 2.9 dies (SIGSEGV) in the libxml2
     // backend on any internal DTD subset, even `<!DOCTYPE topology [ ]>`, and the file may be anyone's. Its own
     // parser reads the same files (the DGX-2 and Minsky fixtures) and refuses nothing valid; it was also the
-    // faster of the two there. hwloc reads the variable once per process, at its first XML import.
-    ::setenv("HWLOC_LIBXML_IMPORT", "0", 1);
+    // faster of the two there. HWLOC_LIBXML, not HWLOC_LIBXML_IMPORT: it overrides the other two, so a user's
+    // HWLOC_LIBXML=1 cannot bring the crash back. hwloc reads it once per process, at its first XML import.
+    ::setenv("HWLOC_LIBXML", "0", 1);
     HwlocTopology h;
     if (hwloc_topology_init(&h.t) < 0) throw Error::from_errno("initialise hwloc", file, errno);
     hwloc_topology_set_io_types_filter(h.t, HWLOC_TYPE_FILTER_KEEP_ALL);
