@@ -60,8 +60,13 @@ std::optional<std::vector<std::uint8_t>> LiveSource::bytes(const std::string& pa
                                                            std::size_t len) {
     if (path != open_path_ || !open_fd_) {
         open_path_.clear();
-        open_fd_.reset(::open(map(path).c_str(), O_RDONLY | O_CLOEXEC));
-        if (!open_fd_) return std::nullopt;
+        // Non-blocking, and only a regular file: a FIFO in a copied sysfs folder would hold open() forever.
+        open_fd_.reset(::open(map(path).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+        struct stat st {};
+        if (!open_fd_ || ::fstat(open_fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            open_fd_.reset();
+            return std::nullopt;
+        }
         open_path_ = path;
     }
     std::vector<std::uint8_t> out(len);

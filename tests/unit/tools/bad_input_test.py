@@ -61,6 +61,19 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     os.rmdir(fifo)
     case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'nobody publishes statistics there')
 
+    # A copied sysfs folder whose attributes are FIFOs: each is unreadable at once (a warning), never waited on.
+    copied = os.path.join(d, 'copied-sys')
+    fn = os.path.join(copied, 'devices/pci0000:00/0000:00:00.0')
+    os.makedirs(fn)
+    os.makedirs(os.path.join(copied, 'bus/pci/devices'))
+    os.symlink('../../../devices/pci0000:00/0000:00:00.0', os.path.join(copied, 'bus/pci/devices/0000:00:00.0'))
+    for name, text in (('vendor', '0x8086\n'), ('device', '0x1237\n')):
+        with open(os.path.join(fn, name), 'w') as f:
+            f.write(text)
+    for name in ('config', 'resource', 'class', 'numa_node'):
+        os.mkfifo(os.path.join(fn, name))
+    case(['topo', '--sysfs', copied], 0, ['config: not readable', 'resource: not readable'])
+
     # An hwloc XML with an internal DTD subset: read by hwloc's own parser (its libxml2 backend crashes).
     dtd = os.path.join(d, 'dtd.xml')
     with open(dtd, 'w') as f:
