@@ -1,11 +1,10 @@
 #!/usr/bin/python3
-"""Unit tests of lab/lab that boot nothing: bad input gets a clear message and the right exit code,
-the preset table covers the topology classes docs/lab.md promises, window comparison finds bytes,
-request-set_link reaches a (fake) QMP monitor and answers the guest.
+"""Unit tests of lab/lab that boot nothing, one class per part of the runner (lab/labrunner/): the command
+line (bad input gets a clear message and the right exit code), the guest programs checked before booting,
+the preset table (it covers the topology classes docs/lab.md promises), window comparison (finds bytes),
+guest requests (request-set_link reaches a fake QMP monitor and answers the guest), the doorbell server.
 Usage: runner_test.py LAB_RUNNER"""
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import socket
@@ -15,16 +14,13 @@ import sys
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
-RUNNER = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else None
-
-
-def load_runner():
-    loader = importlib.machinery.SourceFileLoader('lab_runner', RUNNER)
-    spec = importlib.util.spec_from_loader('lab_runner', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+RUNNER = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '../../lab/lab'))
+# The runner's parts, imported from the package beside the command (lab/labrunner/).
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.realpath(RUNNER)))
+from labrunner import boot, common, doorbell, guest_requests, presets, programs, windows  # noqa: E402
 
 
 def lab(*args, env=None):
@@ -136,19 +132,16 @@ class GuestPrograms(unittest.TestCase):
     with their package before anything boots."""
 
     def test_the_list_names_what_the_tests_run(self):
-        mod = load_runner()
-        table = dict(mod.read_guest_programs(mod.GUEST_PROGRAMS))
+        table = dict(programs.read_guest_programs(programs.GUEST_PROGRAMS))
         self.assertEqual(table['ip'], 'iproute2')
         self.assertEqual(table['tcpdump'], 'tcpdump')
 
     def test_setup_installs_every_package_of_the_list(self):
-        mod = load_runner()
-        with open(os.path.join(mod.PROJECT_ROOT, 'scripts', 'setup.sh')) as f:
+        with open(os.path.join(common.PROJECT_ROOT, 'scripts', 'setup.sh')) as f:
             setup = f.read()
         self.assertIn('lab/guest-programs', setup)  # setup.sh takes the packages from the same file
 
     def test_missing_and_busybox_stand_ins_are_refused_real_ones_pass(self):
-        mod = load_runner()
         with tempfile.TemporaryDirectory() as d:
             for name, target in (('ip', '/bin/busybox'), ('lspci', None)):
                 path = os.path.join(d, name)
@@ -158,19 +151,17 @@ class GuestPrograms(unittest.TestCase):
                     with open(path, 'w') as f:
                         f.write('#!/bin/sh\n')
                     os.chmod(path, 0o755)
-            got = mod.missing_guest_programs([('ip', 'iproute2'), ('lspci', 'pciutils'), ('tcpdump', 'tcpdump')],
+            got = programs.missing_guest_programs([('ip', 'iproute2'), ('lspci', 'pciutils'), ('tcpdump', 'tcpdump')],
                                              [d])
             self.assertEqual(got, [('ip', 'iproute2'), ('tcpdump', 'tcpdump')])
 
     def test_run_refuses_with_the_package_to_install(self):
-        mod = load_runner()
         with tempfile.TemporaryDirectory() as d:
             listing = os.path.join(d, 'guest-programs')
             with open(listing, 'w') as f:
                 f.write('# comment\nno-such-program-bardrive  no-such-package  a test\n')
-            mod.GUEST_PROGRAMS = listing
-            with self.assertRaises(mod.CannotRun) as e:
-                mod.check_guest_programs()
+            with mock.patch.object(programs, 'GUEST_PROGRAMS', listing), self.assertRaises(common.CannotRun) as e:
+                programs.check_guest_programs()
             self.assertIn('no-such-program-bardrive (package no-such-package)', str(e.exception))
             self.assertIn('apt-get install no-such-package', e.exception.fix)
             self.assertEqual(e.exception.code, 77)
@@ -184,35 +175,31 @@ class Presets(unittest.TestCase):
             self.assertIn(name, out)
 
     def test_topology_classes_all_occur(self):
-        mod = load_runner()
-        classes = {c for p in mod.PRESETS.values() for _, _, c in p.classes}
+        classes = {c for p in presets.PRESETS.values() for _, _, c in p.classes}
         self.assertLessEqual({'PIX', 'PXB', 'PHB', 'NODE'}, classes)
 
     def test_every_preset_has_two_nics_and_a_window_with_unique_bdfs(self):
-        mod = load_runner()
-        for p in mod.PRESETS.values():
+        for p in presets.PRESETS.values():
             bdfs = [d.bdf for d in p.nics + p.windows]
             self.assertEqual(len(bdfs), len(set(bdfs)), p.name)
             self.assertGreaterEqual(len(p.nics), 2, p.name)
             self.assertGreaterEqual(len(p.windows), 1, p.name)
-            args = mod.preset_qemu_args(p, [f'/dev/shm/x{i}' for i in range(len(p.windows))])
+            args = presets.preset_qemu_args(p, [f'/dev/shm/x{i}' for i in range(len(p.windows))])
             ids = [a.split('id=')[1].split(',')[0] for a in args if 'id=' in a]
             self.assertEqual(len(ids), len(set(ids)), p.name)
 
     def test_virtio_nics_are_modern_behind_the_iommu_and_take_extra_properties(self):
-        mod = load_runner()
-        args = mod.preset_qemu_args(mod.PRESETS['virtio'], ['/dev/shm/x0'], 'packed=on,mrg_rxbuf=off')
+        args = presets.preset_qemu_args(presets.PRESETS['virtio'], ['/dev/shm/x0'], 'packed=on,mrg_rxbuf=off')
         nics = [a for a in args if a.startswith('virtio-net-pci,')]
         self.assertEqual(len(nics), 2)
         for a in nics:
             self.assertIn('disable-legacy=on,iommu_platform=on,packed=on,mrg_rxbuf=off', a)
-        basic = mod.preset_qemu_args(mod.PRESETS['basic'], ['/dev/shm/x0'], 'packed=on')
+        basic = presets.preset_qemu_args(presets.PRESETS['basic'], ['/dev/shm/x0'], 'packed=on')
         self.assertFalse([a for a in basic if 'packed=on' in a])
 
 
 class Windows(unittest.TestCase):
     def setUp(self):
-        self.mod = load_runner()
         self.f = tempfile.TemporaryFile()
         self.f.write(bytes(4096))
         self.f.seek(0x100)
@@ -223,18 +210,18 @@ class Windows(unittest.TestCase):
         self.f.close()
 
     def test_equal(self):
-        self.assertIsNone(self.mod.compare_window(self.f.fileno(), 0x100, b'bardrive', 4096))
+        self.assertIsNone(windows.compare_window(self.f.fileno(), 0x100, b'bardrive', 4096))
 
     def test_difference_names_its_offset(self):
-        msg = self.mod.compare_window(self.f.fileno(), 0x100, b'bardrivE', 4096)
+        msg = windows.compare_window(self.f.fileno(), 0x100, b'bardrivE', 4096)
         self.assertIn('1 of 8 bytes differ', msg)
         self.assertIn('first at 0x107', msg)
 
     def test_past_the_end(self):
-        self.assertIn('runs past the window', self.mod.compare_window(self.f.fileno(), 4090, b'bardrive', 4096))
+        self.assertIn('runs past the window', windows.compare_window(self.f.fileno(), 4090, b'bardrive', 4096))
 
     def test_share_roots_never_nest_or_expose_usr(self):
-        roots = self.mod.share_roots(['/work/main', '/work/main/build', '/usr/lib', '/', '/tmp/x'])
+        roots = boot.share_roots(['/work/main', '/work/main/build', '/usr/lib', '/', '/tmp/x'])
         self.assertEqual(roots, ['/tmp/x', '/work/main'])
 
 
@@ -242,7 +229,6 @@ class GuestRequests(unittest.TestCase):
     """request-set_link against a fake QMP server: what the runner sends and what it answers."""
 
     def setUp(self):
-        self.mod = load_runner()
         self.dir = tempfile.TemporaryDirectory()
         self.sock_path = os.path.join(self.dir.name, 'qmp.sock')
         self.received = []
@@ -250,7 +236,7 @@ class GuestRequests(unittest.TestCase):
         self.server.bind(self.sock_path)
         self.server.listen(1)
         threading.Thread(target=self.serve_qmp, daemon=True).start()
-        self.requests = self.mod.GuestRequests(self.dir.name, self.sock_path)
+        self.requests = guest_requests.GuestRequests(self.dir.name, self.sock_path)
 
     def tearDown(self):
         self.server.close()
@@ -301,7 +287,7 @@ class GuestRequests(unittest.TestCase):
         self.assertIn("Device 'nic9' not found", self.ask('nic9 off'))
 
     def test_no_monitor(self):
-        requests = self.mod.GuestRequests(self.dir.name, os.path.join(self.dir.name, 'none.sock'))
+        requests = guest_requests.GuestRequests(self.dir.name, os.path.join(self.dir.name, 'none.sock'))
         req = os.path.join(self.dir.name, 'request-set_link')
         with open(req, 'w') as f:
             f.write('nic0 off')
@@ -313,9 +299,8 @@ class Doorbell(unittest.TestCase):
     one eventfd per vector for the peer's own ID; the eventfd is the one the server holds."""
 
     def test_server_protocol(self):
-        mod = load_runner()
         with tempfile.TemporaryDirectory() as d:
-            server = mod.DoorbellServer(os.path.join(d, 'sock'))
+            server = doorbell.DoorbellServer(os.path.join(d, 'sock'))
             try:
                 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 c.connect(os.path.join(d, 'sock'))

@@ -1,0 +1,15 @@
+"""bardrive's QEMU lab runner, the package behind the `lab/lab` command (docs/lab.md). Its parts:
+
+  presets.py         the machines: devices, topology, the QEMU arguments of each preset
+  kernels.py         guest kernels (Debian's, the `full` build) and their cache
+  initramfs.py       busybox, modules and the guest's /init
+  programs.py        what the guest runs from the host's /usr (lab/guest-programs), CMD located before booting
+  boot.py            one run: run directory, guest.env, QEMU, output, exit code, cleanup
+  guest_requests.py  what a guest test asks of the host while it runs (request-set_link -> QMP)
+  windows.py         the host-side check of what devices wrote into the ivshmem windows
+  doorbell.py        --doorbell's ivshmem server
+  common.py          exit codes, errors, running host tools
+  cli.py             the command line
+
+Standard library only: it runs with Debian's /usr/bin/python3 before anything else is installed.
+"""
