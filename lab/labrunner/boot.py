@@ -17,6 +17,7 @@ import time
 
 from .common import (EXIT_GUEST_LOST, EXIT_MISMATCH, EXIT_SKIP, EXIT_TIMEOUT, EXIT_USAGE, MIB, PROJECT_ROOT,
                      CannotRun, LabError, say)
+from . import insn_count
 from .doorbell import DOORBELL_BDF, DoorbellServer
 from .guest_requests import GuestRequests
 from .initramfs import initramfs
@@ -156,7 +157,7 @@ def pick_accel(requested):
 
 def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(), checks=(), keep_windows=None,
          keep=False, env_extra=(), stdout=None, stderr=None, no_iommu=False, hugepages_1g=0, doorbell=False,
-         virtio_net=''):
+         virtio_net='', count_instructions=False):
     """Boots preset, runs cmd in the guest and returns the exit code (see the module doc)."""
     stdout = stdout or sys.stdout.buffer
     stderr = stderr or sys.stderr.buffer
@@ -164,6 +165,8 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
     cmd_path = locate_command(cmd[0], cwd)
     qemu = qemu_binary()
     check_guest_programs()
+    # --count-instructions: the insn_count TCG plugin, built for this QEMU into the cache (insn_count.py)
+    plugin = insn_count.prepare(cache_root(), qemu, say) if count_instructions else None
     try:
         entry, meta = prepare(kernel_name, quiet=True, build=False)
     except CannotRun:
@@ -209,6 +212,7 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
             'BARDRIVE_LAB_MODULES': '/.lab/kernel' if meta.get('modroot') else '',
             'BARDRIVE_LAB_HUGEPAGES_1G': str(hugepages_1g),
             'BARDRIVE_LAB_DOORBELL': DOORBELL_BDF if doorbell else '',
+            'BARDRIVE_LAB_INSN_COUNTS': os.path.join(outdir, insn_count.LOG_NAME) if plugin else '',
         })
         if os.environ.get('BARDRIVE_LAB_TRACE'):
             env['LAB_TRACE'] = '1'
@@ -226,7 +230,10 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
             'LAB_MODPROBE_NIC=' + shlex.quote(' '.join(m for model in sorted(nic_models) if meta.get('modroot')
                                                        for m in MODPROBE_NIC.get(model, []))),
             f'LAB_MODROOT={"1" if meta.get("modroot") else ""}', f'LAB_PATH={GUEST_PATH}',
-            f'LAB_CWD={shlex.quote(cwd)}', f'LAB_CMD={shlex.quote(shlex.join(cmd))}',
+            f'LAB_CWD={shlex.quote(cwd)}',
+            # CMD by the host path found above: a bare name in /init's busybox shell would run busybox's applet
+            # of that name first (`sh` would be busybox's ash, whose `ip` is busybox's), not the host's program.
+            f'LAB_CMD={shlex.quote(shlex.join([cmd_path or cmd[0], *cmd[1:]]))}',
         ]
         with open(os.path.join(rundir, 'guest.env'), 'w') as f:
             f.write('\n'.join(lines) + '\n')
@@ -250,6 +257,8 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
             argv += fs(f'share{i}', r, 0x14 + i, False)
         argv += preset_qemu_args(preset, shm_paths, virtio_net)
         argv += ['-qmp', f'unix:{rundir}/qmp.sock,server=on,wait=off']  # GuestRequests
+        if plugin:
+            argv += insn_count.qemu_args(plugin, outdir)
         requests = GuestRequests(outdir, os.path.join(rundir, 'qmp.sock'))
         if doorbell:
             argv += ['-chardev', f'socket,id=doorbell,path={rundir}/doorbell.sock',

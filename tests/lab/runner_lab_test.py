@@ -55,6 +55,16 @@ class Runner(unittest.TestCase):
         self.assertIn('preset=basic nics=0000:01:00.0 0000:02:00.0', out)
         subprocess.run(['rm', '-rf', re.search(r'run directory (\S+) kept', err).group(1)])
 
+    def test_a_bare_name_runs_the_hosts_program_not_busybox(self):
+        # /init is a busybox shell, which prefers its own applets to PATH: `sh` must still be the host's sh, and
+        # `ip` in it the host's ip (iproute2), as lab/guest-programs promises.
+        rc, out, err = lab('run', 'basic', '--bind', 'all', '--', 'sh', '-c',
+                           'readlink /proc/$$/exe; ip -V')
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn('busybox', out)
+        self.assertIn(os.path.realpath('/usr/bin/sh'), out)
+        self.assertIn('iproute2', out)
+
     def test_hung_guest_is_killed_and_leaves_nothing(self):
         rc, out, err = lab('run', 'basic', '--timeout', '5', '--', 'sleep', '3600')
         self.assertEqual(rc, 124, err)
