@@ -133,8 +133,9 @@ void assemble(Topology& t, std::vector<std::optional<Bdf>> parents);
 // Cached per machine (names.hpp: where, how it is invalidated, BARDRIVE_NO_NAME_CACHE).
 void attach_names(Topology& topo);
 
-// Classifies a device for filters and the default matrix: "gpu", "nic", "nvme", "storage",
-// "accel", "bridge", "host-bridge", or "other".
+// Classifies a device for filters and the default matrix: one of device_kinds.
 std::string device_kind(const Device& d);
+inline constexpr const char* device_kinds[] = {"gpu",   "nic",    "nvme",        "storage",
+                                               "accel", "bridge", "host-bridge", "other"};
 
 }  // namespace bardrive::pci

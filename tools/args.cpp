@@ -8,6 +8,10 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
            const std::set<std::string>& valued) {
     for (std::size_t i = 0; i < argv.size(); ++i) {
         const std::string& a = argv[i];
+        if (a == "-h" && switches.count("help")) {
+            flags_.emplace("help", "");
+            continue;
+        }
         if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
             positional_.push_back(a);
             continue;
@@ -38,6 +42,8 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
         }
     }
 }
+
+std::string bounded(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 64) + "..."; }
 
 std::optional<std::string> Args::value(const std::string& flag) const {
     auto it = flags_.find(flag);

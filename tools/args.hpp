@@ -16,11 +16,28 @@ namespace bardrive::tools {
 // exits 2 for it, 1 for every other error, 0 on success (the one contract of every subcommand).
 struct UsageError : Error {
     using Error::Error;
+    explicit UsageError(const Error& e) : Error(e) {}
 };
+
+// A command-line value read by a parser that throws bardrive::Error (a BDF, a size): its refusal is bad usage.
+template <class Parse>
+auto usage_value(Parse&& parse) -> decltype(parse()) {
+    try {
+        return parse();
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& e) {
+        throw UsageError(e);
+    }
+}
+
+// Input echoed in a message: at most 64 characters of it (a 10 MB argument is not echoed whole).
+std::string bounded(const std::string& s);
 
 class Args {
 public:
     // Throws UsageError for an unknown flag, a missing value or a value given to a switch, naming the subcommand.
+    // "-h" is --help where the subcommand has one.
     Args(const std::string& command, const std::vector<std::string>& argv, const std::set<std::string>& switches,
          const std::set<std::string>& valued);
 

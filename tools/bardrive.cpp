@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
             return 1;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "bardrive %s: internal error: %s\n", name, e.what());
-            return 2;
+            return 1;  // 2 is bad usage; this is a bug to report
         }
     }
     std::fprintf(stderr, "bardrive: unknown command '%s'; 'bardrive help' lists them\n", name);

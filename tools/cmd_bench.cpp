@@ -1,5 +1,7 @@
 // bardrive bench: bandwidth and latency of every path bardrive can drive (host, GPUs, BAR
 // windows, NICs), each figure beside a reference measured in the same run. Engine: bench/p2p/.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -76,8 +78,8 @@ int to_count(const std::string& flag, const std::string& v, int least) {
         if (used == v.size() && n >= least && n <= 1000) return n;
     } catch (const std::exception&) {
     }
-    throw Error("bardrive bench", "--" + flag + " " + v, "not a count",
-                "give a whole number from " + std::to_string(least) + " to 1000");
+    throw UsageError("bardrive bench", "--" + flag + " " + bounded(v), "not a count",
+                     "give a whole number from " + std::to_string(least) + " to 1000");
 }
 
 }  // namespace
@@ -90,10 +92,11 @@ int run_bench(const CommandArgs& argv) {
         return 0;
     }
     if (!args.positional().empty())
-        throw Error("bardrive bench", args.positional().front(), "unexpected argument", "see 'bardrive bench --help'");
+        throw UsageError("bardrive bench", bounded(args.positional().front()), "unexpected argument",
+                         "see 'bardrive bench --help'");
 
     bench::Options opt;
-    opt.sweep.sizes = bench::parse_sizes(args.value("sizes").value_or("4K..1G"));
+    opt.sweep.sizes = usage_value([&] { return bench::parse_sizes(args.value("sizes").value_or("4K..1G")); });
     opt.sweep.repetitions = to_count("reps", args.value("reps").value_or("5"), 1);
     opt.sweep.warmup = to_count("warmup", args.value("warmup").value_or("1"), 0);
     opt.sweep.latency = !args.has("no-latency");
@@ -102,13 +105,23 @@ int run_bench(const CommandArgs& argv) {
                                             "nopeer", "mmio-wc", "mmio-uc", "nic"};
         for (const auto& m : split(*only)) {
             if (std::find(std::begin(known), std::end(known), m) == std::end(known))
-                throw Error("bardrive bench", "--only " + m, "unknown method", "see 'bardrive bench --help'");
+                throw UsageError("bardrive bench", "--only " + bounded(m), "unknown method",
+                                 "see 'bardrive bench --help'");
             opt.sweep.methods.push_back(m);
         }
+        if (opt.sweep.methods.empty())  // an empty list once meant every method
+            throw UsageError("bardrive bench", "--only '" + bounded(*only) + "'", "names no method",
+                             "give methods from 'bardrive bench --help', e.g. --only ce,sm; leave --only out for all");
     }
-    if (auto w = args.value("window")) opt.window = bench::parse_window(*w);
-    if (auto m = args.value("window-max")) opt.window_max = bench::parse_size(*m);
-    if (auto n = args.value("nics")) opt.nics = bench::parse_nics(*n);
+    if (auto w = args.value("window")) opt.window = usage_value([&] { return bench::parse_window(*w); });
+    if (auto m = args.value("window-max")) opt.window_max = usage_value([&] { return bench::parse_size(*m); });
+    if (auto n = args.value("nics")) {
+        opt.nics = usage_value([&] { return bench::parse_nics(*n); });
+        for (const auto& b : {opt.nics->tx, opt.nics->rx})
+            if (::access(("/sys/bus/pci/devices/" + b.str()).c_str(), F_OK) != 0)
+                throw Error("bardrive bench --nics", b.str(), "no such PCI device",
+                            "'bardrive bind --list' lists the devices present");
+    }
     const auto json = args.value("json");
     const bool json_only = json && *json == "-";
     opt.progress = !args.has("quiet") && !json_only;
@@ -136,6 +149,19 @@ int run_bench(const CommandArgs& argv) {
     if (auto svg = args.value("svg")) write_file(svg_file, *svg, bench::to_svg(report));
     if (report.any_failed()) {
         std::fprintf(stderr, "bardrive bench: some paths FAILED their data check (see above)\n");
+        return 1;
+    }
+    // What was asked for by name (--only, --nics) and ran nowhere is a failure, not a quiet exit 0.
+    std::vector<std::string> asked = opt.sweep.methods;
+    if (opt.nics && asked.empty()) asked.push_back("nic");
+    std::string none_ran;
+    for (const auto& m : asked)
+        if (std::none_of(report.paths.begin(), report.paths.end(),
+                         [&](const bench::PathResult& p) { return p.method == m && p.available(); }))
+            none_ran += " " + m;
+    if (!none_ran.empty()) {
+        std::fprintf(stderr, "bardrive bench: asked for but could not run here:%s (the report says why)\n",
+                     none_ran.c_str());
         return 1;
     }
     return 0;

@@ -37,10 +37,10 @@ const char* unbind_usage =
 std::vector<pci::Bdf> parse_bdfs(const Args& args, const char* usage) {
     if (args.positional().empty()) {
         std::fputs(usage, stderr);
-        throw Error("read arguments", "", "no device given", "pass one or more PCI addresses, e.g. 0000:01:00.0");
+        throw UsageError("read arguments", "", "no device given", "pass one or more PCI addresses, e.g. 0000:01:00.0");
     }
     std::vector<pci::Bdf> out;
-    for (const auto& a : args.positional()) out.push_back(pci::Bdf::parse(a));
+    for (const auto& a : args.positional()) out.push_back(usage_value([&] { return pci::Bdf::parse(a); }));
     return out;
 }
 

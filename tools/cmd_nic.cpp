@@ -89,9 +89,6 @@ std::string printable(const std::string& s) {
     return out;
 }
 
-// Input echoed in an error, at most 64 characters of it.
-std::string bounded(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 64) + "..."; }
-
 // Human output; `prev` (with --watch) adds packet rates over `dt` seconds.
 void print_table(const nic::PublishedStats& p, const nic::PublishedStats* prev, double dt) {
     const nic::StatsSnapshot& s = p.stats;

@@ -105,7 +105,8 @@ Topology load(const Args& args) {
     auto nccl = args.value("nccl-xml");
     auto tree = args.value("lspci-tv");
     if (!!sysfs + !!xml + !!nccl + !!tree > 1)
-        throw Error("bardrive topo", "--sysfs, --hwloc-xml, --nccl-xml, --lspci-tv", "give one source, not several");
+        throw UsageError("bardrive topo", "--sysfs, --hwloc-xml, --nccl-xml, --lspci-tv",
+                         "give one source, not several");
     Topology t;
     if (tree) {  // names are in the text already
         // Read whole: the tail of a large machine's tree must not be dropped. lspci -tv of a large server is a
@@ -163,11 +164,39 @@ bool matches(const Device& d, const Args& args) {
 
 bool filtered(const Args& args) { return args.has("class") || args.has("vendor"); }
 
+// A filter that could match nothing is a mistake to name, not an empty answer.
+void check_filters(const Args& args) {
+    for (const auto& c : args.values("class")) {
+        const bool kind = std::find_if(std::begin(device_kinds), std::end(device_kinds),
+                                       [&](const char* k) { return c == k; }) != std::end(device_kinds);
+        const bool hex =
+            !c.empty() && c.size() <= 6 && c.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+        if (!kind && !hex) {
+            std::string kinds;
+            for (const char* k : device_kinds) kinds += std::string(kinds.empty() ? "" : ", ") + k;
+            throw UsageError("bardrive topo", "--class " + bounded(c), "not a kind of device or a hex class prefix",
+                             "give one of " + kinds + ", or a class prefix such as 0302");
+        }
+    }
+    for (const auto& v : args.values("vendor"))
+        if (v.empty())
+            throw UsageError("bardrive topo", "--vendor ''", "empty", "give a hex vendor ID (10de) or part of a name");
+}
+
+// Said on stderr when the filters leave nothing of a tree that has devices.
+void note_nothing_matched(const Topology& t, const Args& args) {
+    std::string f;
+    for (const auto& c : args.values("class")) f += " --class " + c;
+    for (const auto& v : args.values("vendor")) f += " --vendor " + bounded(v);
+    std::fprintf(stderr, "bardrive topo: note: no device of the %zu matches%s ('bardrive topo' lists them all)\n",
+                 t.devices.size(), f.c_str());
+}
+
 std::vector<std::size_t> chosen(const Topology& t, const Args& args) {
     std::vector<std::size_t> out;
     if (args.has("device")) {  // exactly these, in the order given
         for (const auto& s : args.values("device")) {
-            auto bdf = Bdf::parse(s);
+            auto bdf = usage_value([&] { return Bdf::parse(s); });
             auto i = t.find(bdf);
             if (!i)
                 throw Error("bardrive topo", bdf.str(), "no such device in " + t.source, "'bardrive topo' lists them");
@@ -209,6 +238,7 @@ void print_tree(const Topology& t, const Args& args) {
         for (std::size_t i = 0; i < t.devices.size(); ++i)
             if (matches(t.devices[i], args))
                 for (std::optional<std::size_t> p = i; p; p = t.devices[*p].parent) keep[*p] = true;
+    if (filtered(args) && std::find(keep.begin(), keep.end(), true) == keep.end()) note_nothing_matched(t, args);
     std::printf("PCIe topology from %s: %zu functions, %zu host bridges, %d NUMA nodes\n", t.source.c_str(),
                 t.devices.size(), t.host_bridges.size(), t.numa_nodes);
     auto line = [&](std::size_t i, const std::string& prefix, bool last, auto&& self) -> void {
@@ -455,7 +485,18 @@ void print_dot(const Topology& t) {
 }
 
 int run_snapshot(const Args& args) {
-    if (args.positional().size() != 2) throw Error("bardrive topo snapshot", "arguments", "expected one FILE", usage);
+    if (args.positional().size() != 2)
+        throw UsageError("bardrive topo snapshot", "arguments", "expected one FILE",
+                         "usage: bardrive topo snapshot FILE [--sysfs DIR]");
+    // A snapshot records sysfs (this machine's or --sysfs DIR's), nothing else: an option it would ignore is
+    // a mistake (--hwloc-xml X once snapshotted the live machine without a word).
+    for (const char* o :
+         {"hwloc-xml", "nccl-xml", "lspci-tv", "matrix", "json", "dot", "html", "class", "vendor", "device", "all"})
+        if (args.has(o))
+            throw UsageError("bardrive topo snapshot", std::string("--") + o, "a snapshot records sysfs only",
+                             "snapshot this machine, or a copied /sys with --sysfs DIR; read other inputs with "
+                             "'bardrive topo --" +
+                                 std::string(o) + " ...' directly");
     const std::string file = args.positional()[1];
     std::unique_ptr<Source> inner;
     if (auto dir = args.value("sysfs"))
@@ -496,32 +537,37 @@ int run_topo(const CommandArgs& argv) {
     std::string mode = pos.empty() ? "" : pos[0];
     if (mode == "snapshot") return run_snapshot(args);
     if (!mode.empty() && mode != "show" && mode != "p2p")
-        throw Error("bardrive topo", "'" + mode + "'", "unknown mode",
-                    "expected show, p2p or snapshot; see 'bardrive topo --help'");
+        throw UsageError("bardrive topo", "'" + bounded(mode) + "'", "unknown mode",
+                         "expected show, p2p or snapshot; see 'bardrive topo --help'");
     int outputs = args.has("matrix") + args.has("json") + args.has("dot") + args.has("html");
-    if (outputs > 1) throw Error("bardrive topo", "--matrix/--json/--dot/--html", "give at most one of them");
+    if (outputs > 1) throw UsageError("bardrive topo", "--matrix/--json/--dot/--html", "give at most one of them");
+    check_filters(args);
 
     Topology t = load(args);
     auto find = [&](const std::string& s) {
-        auto bdf = Bdf::parse(s);
+        auto bdf = usage_value([&] { return Bdf::parse(s); });
         auto i = t.find(bdf);
         if (!i) throw Error("bardrive topo", bdf.str(), "no such device in " + t.source, "'bardrive topo' lists them");
         return *i;
     };
     if (mode == "show") {
         if (pos.size() != 2)
-            throw Error("bardrive topo show", "arguments", "expected one BDF",
-                        "e.g. 'bardrive topo show 0000:01:00.0'");
+            throw UsageError("bardrive topo show", "arguments", "expected one BDF",
+                             "e.g. 'bardrive topo show 0000:01:00.0'");
         print_show(t, find(pos[1]));
         return 0;
     }
     if (mode == "p2p") {
         if (pos.size() == 3) {
-            print_report(t, judge_p2p(t, find(pos[1]), find(pos[2])));
+            const auto a = find(pos[1]), b = find(pos[2]);
+            if (a == b)
+                throw UsageError("bardrive topo p2p", t.devices[a].bdf.str(),
+                                 "initiator and target are the same function", "give two different devices");
+            print_report(t, judge_p2p(t, a, b));
             return 0;
         }
         if (pos.size() != 1)
-            throw Error("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
+            throw UsageError("bardrive topo p2p", "arguments", "expected none or two BDFs (initiator target)");
         auto devs = capped_pairs(t, args, chosen(t, args), "p2p");
         for (auto a : devs)
             for (auto b : devs)

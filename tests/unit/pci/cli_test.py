@@ -299,9 +299,9 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # Bad arguments.
 check('no such device' in run('--sysfs', snap, 'show', '0000:99:00.0', rc=1).stderr, 'unknown BDF')
-check('not a PCI address' in run('--sysfs', snap, 'show', 'zz', rc=1).stderr, 'bad BDF')
-check('unknown option' in run('--frobnicate', rc=1).stderr, 'unknown option')
-check('give one source' in run('--sysfs', snap, '--hwloc-xml', snap, rc=1).stderr, 'two sources')
+check('not a PCI address' in run('--sysfs', snap, 'show', 'zz', rc=2).stderr, 'bad BDF')
+check('unknown option' in run('--frobnicate', rc=2).stderr, 'unknown option')
+check('give one source' in run('--sysfs', snap, '--hwloc-xml', snap, rc=2).stderr, 'two sources')
 check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -tv of a snapshot')
 check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
       'hwloc error')
@@ -337,7 +337,7 @@ pairs = {(p['initiator'], p['target']): p for p in d['pairs']}
 check(pairs[('0000:18:00.0', '0000:9e:00.0')]['nvlinks'] == 12 and pairs[('0000:18:00.0', '0000:19:00.0')]['nvlinks'] == 0,
       'JSON pair nvlinks')
 check(json.loads(run('--sysfs', snap, '--json').stdout)['nvlink_source'] is None, 'JSON nvlink_source null')
-check('give one source' in run('--nccl-xml', nvs, '--hwloc-xml', nvs, rc=1).stderr, 'two sources (NCCL)')
+check('give one source' in run('--nccl-xml', nvs, '--hwloc-xml', nvs, rc=2).stderr, 'two sources (NCCL)')
 with tempfile.TemporaryDirectory() as tmp:
     broken = os.path.join(tmp, 'broken.xml')
     with open(broken, 'w') as f:

@@ -255,10 +255,10 @@ document.body.dataset.hash = location.hash;
           and '0000:3b:00.0' in hint.split('left out')[-1], 'a device the filter left out, in the address: ' + hint)
 
     # Bad requests fail with a message, and write nothing.
-    for args, message in [(['--html', os.path.join(tmp, 'no', 'such', 'x.html')], 'check that the folder exists'),
-                          (['--html', os.path.join(tmp, 'x.html'), '--json'], 'give at most one of them')]:
+    for args, rc, message in [(['--html', os.path.join(tmp, 'no', 'such', 'x.html')], 1, 'check that the folder exists'),
+                              (['--html', os.path.join(tmp, 'x.html'), '--json'], 2, 'give at most one of them')]:
         p = subprocess.run([cli, 'topo', '--sysfs', snap, *args], capture_output=True, text=True, timeout=60)
-        check(p.returncode == 1 and message in p.stderr and not os.path.exists(os.path.join(tmp, 'x.html')),
+        check(p.returncode == rc and message in p.stderr and not os.path.exists(os.path.join(tmp, 'x.html')),
               f'topo {" ".join(args)}: exit {p.returncode}: {p.stderr}')
 
     # A name that would end the script element, or hold markup, stays data.

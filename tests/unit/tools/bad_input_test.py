@@ -37,7 +37,8 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     # Output that cannot be written (a full disk): an error, never a silent exit 0.
     for args in (['topo', '--sysfs', snapshot], ['topo', '--sysfs', snapshot, '--json'],
                  ['topo', '--sysfs', snapshot, '--matrix'], ['topo', '--sysfs', snapshot, '--dot'],
-                 ['topo', '--sysfs', snapshot, 'p2p', '--all'], ['help'], ['topo', '--help'], ['version']):
+                 ['topo', '--sysfs', snapshot, 'p2p', '--all'], ['topo', '--sysfs', snapshot, 'show', '1a:00.0'],
+                 ['help'], ['topo', '--help'], ['version'], ['bench', '--json', '-'], ['nic', 'stats', '--help']):
         case(args, 1, 'writing standard output failed', stdout=full)
 
     # Bad usage: exit 2 in every subcommand.
@@ -50,6 +51,38 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '1e30'], 2, 'is not a whole number')
     case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '-1'], 2, 'is not a whole number')
     case(['nosuch'], 2, "unknown command 'nosuch'")
+    case(['topo', 'frob'], 2, 'unknown mode')
+    case(['topo', '-h'], 0, '')
+    case(['topo', '--sysfs', snapshot, 'show', 'zz'], 2, 'not a PCI address')
+    case(['topo', '--sysfs', snapshot, 'show', 'a' * 300], 2, ["'" + 'a' * 64 + "...'"])
+    case(['topo', '--sysfs', snapshot, 'p2p', '0000:1a:00.0', '1a:00.0'], 2, 'initiator and target are the same')
+    case(['topo', '--sysfs', snapshot, '--matrix', '--device', 'zz'], 2, 'not a PCI address')
+    case(['topo', '--sysfs', snapshot, '--class', 'zzz'], 2, ['--class zzz', 'not a kind of device', 'gpu, nic'])
+    case(['topo', '--sysfs', snapshot, '--vendor', ''], 2, '--vendor')
+    case(['topo', '--sysfs', snapshot, '--vendor', 'nosuchvendor'], 0, 'no device of the 23 matches --vendor nosuchvendor')
+    case(['topo', '--sysfs', snapshot, '--json', '--dot'], 2, 'give at most one of them')
+    case(['topo', '--sysfs', snapshot, '--hwloc-xml', snapshot], 2, 'give one source')
+    case(['topo', 'snapshot'], 2, 'usage: bardrive topo snapshot FILE [--sysfs DIR])')
+    p = subprocess.run([cli, 'topo', 'snapshot'], capture_output=True, text=True, timeout=20)
+    if len(p.stderr) > 300:
+        failures.append(f'topo snapshot without FILE: {len(p.stderr)} bytes of error (the whole usage?)')
+    never = os.path.join(d, 'never.snapshot')
+    for option in (['--hwloc-xml', snapshot], ['--matrix'], ['--class', 'gpu']):
+        case(['topo', 'snapshot', never, *option], 2, [option[0], 'a snapshot records sysfs only'])
+    if os.path.exists(never):
+        failures.append('topo snapshot with an option it cannot use still wrote a snapshot')
+    case(['bind'], 2, 'no device given')
+    case(['bind', 'zz'], 2, 'not a PCI address')
+    case(['unbind', '0' * 300], 2, ["'" + '0' * 64 + "...'"])
+    case(['bench', 'extra'], 2, 'unexpected argument')
+    case(['bench', '--reps', '0'], 2, 'not a count')
+    case(['bench', '--sizes', 'lots'], 2, 'lots')
+    case(['bench', '--only', ''], 2, 'names no method')
+    case(['bench', '--only', ',,,'], 2, 'names no method')
+    case(['bench', '--only', 'ce,foo'], 2, ['--only foo', 'unknown method'])
+    case(['bench', '--nics', '0000:99:00.0,0000:98:00.0', '--only', 'nic'], 1,
+         ['--nics 0000:99:00.0', 'no such PCI device'])
+    case(['bench', '--only', 'mmio-wc', '--quiet'], 1, 'asked for but could not run here: mmio-wc')
 
     # A FIFO in place of a statistics file: refused at once, not waited on.
     fifo = os.path.join(d, 'nic-0000:01:00.0.stats')
