@@ -1,7 +1,8 @@
 #!/bin/sh
 # One lab boot for bench/nic's comparisons: nic-vs-xdp (RX and TX alone against XDP, AF_XDP,
 # xdp-trafficgen, pktgen), then nic-rss (RSS over 1, 2, 4 queues). Run from the project root:
-#   lab/lab run basic --bind 0000:03:00.0 --timeout 900 -- bench/nic/nic-lab.sh build/bench/nic/nic-vs-xdp build/bench/nic/nic-rss
+#   lab/lab run basic --bind 0000:03:00.0 --timeout 900 --count-instructions -- bench/nic/nic-lab.sh build/bench/nic/nic-vs-xdp build/bench/nic/nic-rss
+# (--count-instructions adds nic-vs-xdp's guest instructions per frame; without it those columns say "-").
 # FRAMES (default 10000 per row) and RSS-FRAMES (default 40000 per queue count) may follow.
 # Exit: 0 when both pass, 77 when one could not run and nothing failed, 1 otherwise.
 usage="usage: nic-lab.sh NIC-VS-XDP NIC-RSS [FRAMES] [RSS-FRAMES]"

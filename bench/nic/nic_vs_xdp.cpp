@@ -801,7 +801,7 @@ void print(const Tables& t, std::uint64_t count) {
         }
 }
 
-std::string insn(double v) { return v >= 0 ? fmt("%.0f", v) : "-"; }
+std::string insn(double v) { return v >= 0 ? fmt("%.1f", v) : "-"; }
 std::string empties(const Run& p) {
     if (!p.ran || !p.received) return "-";
     const double per = p.empty_polls && p.bucket[1] >= 0 ? p.bucket[1] / static_cast<double>(p.empty_polls) : -1;

@@ -1,4 +1,4 @@
-"""Builds lab/plugins/insn_count.c, the lab's QEMU TCG plugin that counts guest instructions per vCPU, once per
+"""--count-instructions: builds lab/plugins/insn_count.c, the lab's QEMU TCG plugin that counts guest instructions per vCPU, once per
 machine and QEMU version, into the lab's cache (docs/lab.md, "Counting guest instructions").
 
 The plugin API header (qemu-plugin.h) is not packaged by Debian; it comes from QEMU's source: the orig tarball of
@@ -9,7 +9,7 @@ reports QEMU's plugin API beside the one it was built against; any difference is
 
 Cache entry: CACHE/insn_count-<QEMU's Debian version>-<sha of insn_count.c>-l<LAYOUT>/ with insn_count.so,
 qemu-plugin.h and complete.json (written last). Entries of other QEMU versions or sources are removed.
-Standard library only; `python3 lab/plugins/insn_count.py [CACHE]` builds (or finds) it and prints the path.
+Errors are the runner's: CannotRun (exit 77) where the machine lacks something, LabError otherwise.
 """
 
 import contextlib
@@ -21,23 +21,20 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
+from .common import LAB_DIR, CannotRun, LabError
+
 LAYOUT = 1  # bump when an entry's layout changes
-PLUGIN_DIR = os.path.dirname(os.path.realpath(__file__))
-SOURCE = os.path.join(PLUGIN_DIR, 'insn_count.c')
+SOURCE = os.path.join(LAB_DIR, 'plugins', 'insn_count.c')
 PACKAGE = 'qemu-system-x86'
 SOURCE_PACKAGE = 'qemu'
 LOG_NAME = 'insn-counts'  # in the run's out/ directory ($BARDRIVE_LAB_OUT)
 
 
-class PluginError(Exception):
-    """cannot_run: the machine lacks something (meson SKIP, exit 77); otherwise a failure. fix: what to do."""
-
-    def __init__(self, message, fix='', cannot_run=False):
-        super().__init__(message)
-        self.fix, self.cannot_run = fix, cannot_run
+def plugin_error(message, fix='', cannot_run=False):
+    """The runner's error: CannotRun (exit 77) where the machine lacks something, LabError otherwise."""
+    return CannotRun(message, fix) if cannot_run else LabError(message, fix)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,12 +109,12 @@ def run(argv, what, fix, cannot_run=False, check=True, **kw):
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
     except FileNotFoundError:
-        raise PluginError(f'{argv[0]} not found ({what})', fix, cannot_run)
+        raise plugin_error(f'{argv[0]} not found ({what})', fix, cannot_run)
     except subprocess.TimeoutExpired:
-        raise PluginError(f'{what}: timed out', fix, cannot_run)
+        raise plugin_error(f'{what}: timed out', fix, cannot_run)
     if check and p.returncode != 0:
         detail = ' | '.join((p.stderr or p.stdout or '').strip().splitlines()[-3:])
-        raise PluginError(f'{what} failed (exit {p.returncode}): {detail}', fix, cannot_run)
+        raise plugin_error(f'{what} failed (exit {p.returncode}): {detail}', fix, cannot_run)
     return p
 
 
@@ -126,13 +123,13 @@ def qemu_versions(qemu):
     out = run([qemu, '--version'], 'asking QEMU its version', 'run scripts/setup.sh as root', True).stdout
     parsed = parse_qemu_version(out)
     if not parsed or not parsed[1]:
-        raise PluginError(f'{qemu} is not Debian\'s QEMU ({out.strip().splitlines()[0] if out else "no version"}): '
+        raise plugin_error(f'{qemu} is not Debian\'s QEMU ({out.strip().splitlines()[0] if out else "no version"}): '
                           'the plugin header comes from Debian\'s source package of the installed QEMU',
                           f'use Debian\'s {PACKAGE} (scripts/setup.sh) for --count-instructions', True)
     installed = run(['dpkg-query', '-W', '-f=${Version}', PACKAGE], f'asking dpkg for {PACKAGE}',
                     'run scripts/setup.sh as root', True, check=False).stdout.strip()
     if installed != parsed[1]:
-        raise PluginError(f'{qemu} says it is Debian {parsed[1]}, but dpkg has {PACKAGE} {installed or "not installed"}',
+        raise plugin_error(f'{qemu} says it is Debian {parsed[1]}, but dpkg has {PACKAGE} {installed or "not installed"}',
                           f'use the installed {PACKAGE}\'s qemu-system-x86_64 (or reinstall it)', True)
     return parsed
 
@@ -157,7 +154,7 @@ def fetch_orig(workdir, debian_version):
     showsrc = run(['apt-cache', *opts, 'showsrc', SOURCE_PACKAGE], 'apt-cache showsrc qemu', fix, True).stdout
     orig = parse_showsrc_orig(showsrc, debian_version)
     if not orig:
-        raise PluginError(f'the archive\'s sources ({" ".join(origin)}) list no orig tarball for qemu {debian_version}',
+        raise plugin_error(f'the archive\'s sources ({" ".join(origin)}) list no orig tarball for qemu {debian_version}',
                           f'install a {PACKAGE} whose source the archive still serves (apt-get update, scripts/setup.sh)',
                           True)
     name, sha, size = orig
@@ -169,10 +166,10 @@ def fetch_orig(workdir, debian_version):
     path = os.path.join(dl, name)
     if not os.path.exists(path):
         detail = ' | '.join((p.stderr or p.stdout).strip().splitlines()[-3:])
-        raise PluginError(f'apt-get source did not fetch {name}: {detail}', fix, True)
+        raise plugin_error(f'apt-get source did not fetch {name}: {detail}', fix, True)
     got = sha256_file(path)
     if got != sha or os.path.getsize(path) != size:
-        raise PluginError(f'{name}: sha256 {got} does not match the archive\'s {sha}', fix)
+        raise plugin_error(f'{name}: sha256 {got} does not match the archive\'s {sha}', fix)
     return path
 
 
@@ -199,7 +196,7 @@ def build(entry, qemu, versions):
     with open(header) as f:
         api = parse_header_version(f.read())
     if api is None:
-        raise PluginError(f'{header}: no QEMU_PLUGIN_VERSION', 'report it: the header\'s format changed')
+        raise plugin_error(f'{header}: no QEMU_PLUGIN_VERSION', 'report it: the header\'s format changed')
     cflags = run(['pkg-config', '--cflags', 'glib-2.0'], 'pkg-config glib-2.0 (qemu-plugin.h includes glib.h)',
                  'install libglib2.0-dev: run scripts/setup.sh as root', True).stdout.split()
     so = os.path.join(entry, 'insn_count.so')
@@ -211,7 +208,7 @@ def build(entry, qemu, versions):
     probe = parse_probe(p.stdout + p.stderr)
     if not probe or not probe['ok']:
         said = ' | '.join((p.stdout + p.stderr).strip().splitlines()[-2:])
-        raise PluginError(f'QEMU {debian_version} does not take insn_count built against qemu-{upstream}\'s '
+        raise plugin_error(f'QEMU {debian_version} does not take insn_count built against qemu-{upstream}\'s '
                           f'qemu-plugin.h (API {api}): {said}',
                           'the header and the binary must come from the same QEMU: reinstall qemu-system-x86 '
                           'and remove the cache entry')
@@ -261,13 +258,3 @@ def qemu_args(plugin, outdir):
     log = os.path.join(outdir, LOG_NAME)
     open(log, 'w').close()
     return ['-plugin', f'{plugin},log={log}']
-
-
-if __name__ == '__main__':
-    cache = sys.argv[1] if len(sys.argv) > 1 else os.environ.get('BARDRIVE_LAB_CACHE', '/var/cache/bardrive/lab')
-    try:
-        print(prepare(cache, os.environ.get('BARDRIVE_LAB_QEMU', 'qemu-system-x86_64'),
-                      lambda m: print(f'insn_count: {m}', file=sys.stderr)))
-    except PluginError as e:
-        print(f'insn_count: {e}' + (f'\n  fix: {e.fix}' if e.fix else ''), file=sys.stderr)
-        sys.exit(77 if e.cannot_run else 1)

@@ -1,28 +1,21 @@
 #!/usr/bin/python3
-"""Unit tests of lab/plugins/insn_count.py that boot nothing and download nothing: QEMU's version line, apt's
-policy and source records, the header's API version and the plugin's probe line are read right, and a QEMU
-that is not Debian's is refused with the fix. Usage: insn_count_test.py [lab/plugins/insn_count.py]"""
+"""Unit tests of the runner's --count-instructions (lab/labrunner/insn_count.py) that boot nothing and download
+nothing: QEMU's version line, apt's policy and source records, the header's API version and the plugin's probe
+line are read right; a QEMU that is not Debian's is refused with the fix; the runner refuses KVM and such a QEMU
+before booting. Usage: insn_count_test.py [LAB_RUNNER]"""
 
-import importlib.util
 import os
 import stat
+import subprocess
 import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODULE = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(HERE, '..', '..', 'lab', 'plugins',
-                                                                                 'insn_count.py')
-
-
-def load():
-    spec = importlib.util.spec_from_file_location('insn_count', MODULE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ic = load()
+RUNNER = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '../../lab/lab'))
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.realpath(RUNNER)))
+from labrunner import common  # noqa: E402
+from labrunner import insn_count as ic  # noqa: E402
 
 DEB = '1:10.0.2+ds-2+deb13u1~bpo12+1'
 POLICY = f'''qemu-system-x86:
@@ -103,29 +96,31 @@ class Parsing(unittest.TestCase):
         self.assertEqual(ic.entry_key(DEB, 'ab' * 32), 'insn_count-1_10.0.2+ds-2+deb13u1_bpo12+1-abababababab-l1')
 
 
+def fake_qemu(dir, version_line):
+    path = os.path.join(dir, 'qemu-system-x86_64')
+    with open(path, 'w') as f:
+        f.write(f'#!/bin/sh\necho "{version_line}"\n')
+    os.chmod(path, stat.S_IRWXU)
+    return path
+
+
 class Refusals(unittest.TestCase):
-    def fake_qemu(self, dir, version_line):
-        path = os.path.join(dir, 'qemu-system-x86_64')
-        with open(path, 'w') as f:
-            f.write(f'#!/bin/sh\necho "{version_line}"\n')
-        os.chmod(path, stat.S_IRWXU)
-        return path
 
     def test_not_debian_qemu(self):
         with tempfile.TemporaryDirectory() as d:
-            qemu = self.fake_qemu(d, 'QEMU emulator version 10.1.0')
-            with self.assertRaises(ic.PluginError) as e:
+            qemu = fake_qemu(d, 'QEMU emulator version 10.1.0')
+            with self.assertRaises(common.CannotRun) as e:
                 ic.prepare(d, qemu)
-            self.assertTrue(e.exception.cannot_run)
+            self.assertEqual(e.exception.code, 77)
             self.assertIn('is not Debian\'s QEMU', str(e.exception))
             self.assertIn('scripts/setup.sh', e.exception.fix)
 
     def test_binary_and_package_disagree(self):
         with tempfile.TemporaryDirectory() as d:
-            qemu = self.fake_qemu(d, 'QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-1)')
-            with self.assertRaises(ic.PluginError) as e:
+            qemu = fake_qemu(d, 'QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-1)')
+            with self.assertRaises(common.CannotRun) as e:
                 ic.prepare(d, qemu)
-            self.assertTrue(e.exception.cannot_run)
+            self.assertEqual(e.exception.code, 77)
             self.assertIn('says it is Debian 1:10.0.2+ds-1, but dpkg has qemu-system-x86', str(e.exception))
 
     def test_log_created_empty(self):
@@ -133,6 +128,29 @@ class Refusals(unittest.TestCase):
             args = ic.qemu_args('/cache/insn_count.so', d)
             self.assertEqual(args, ['-plugin', f'/cache/insn_count.so,log={d}/insn-counts'])
             self.assertEqual(os.path.getsize(os.path.join(d, 'insn-counts')), 0)
+
+
+class RunnerOption(unittest.TestCase):
+    """lab/lab run --count-instructions refuses what it cannot count, before booting anything."""
+
+    def lab(self, *args, env=None):
+        e = {k: v for k, v in os.environ.items() if k != 'BARDRIVE_LAB_REQUIRED'}
+        e.update(env or {})
+        p = subprocess.run([RUNNER, *args], capture_output=True, text=True, env=e, timeout=120)
+        return p.returncode, p.stdout + p.stderr
+
+    def test_not_under_kvm(self):
+        rc, out = self.lab('run', 'basic', '--count-instructions', '--accel', 'kvm', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('--count-instructions counts under TCG', out)
+
+    def test_not_debian_qemu_skips(self):
+        with tempfile.TemporaryDirectory() as d:
+            qemu = fake_qemu(d, 'QEMU emulator version 10.1.0')
+            rc, out = self.lab('run', 'basic', '--count-instructions', '--', 'true',
+                               env={'BARDRIVE_LAB_QEMU': qemu, 'BARDRIVE_LAB_CACHE': d})
+            self.assertEqual(rc, 77, out)
+            self.assertIn('is not Debian\'s QEMU', out)
 
 
 if __name__ == '__main__':
