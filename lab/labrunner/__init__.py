@@ -8,6 +8,7 @@
   guest_requests.py  what a guest test asks of the host while it runs (request-set_link -> QMP)
   windows.py         the host-side check of what devices wrote into the ivshmem windows
   doorbell.py        --doorbell's ivshmem server
+  insn_count.py      --count-instructions: builds lab/plugins/insn_count.c (a QEMU TCG plugin) into the cache
   common.py          exit codes, errors, running host tools
   cli.py             the command line
 
