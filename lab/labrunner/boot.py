@@ -18,6 +18,7 @@ import time
 from .common import (EXIT_GUEST_LOST, EXIT_MISMATCH, EXIT_SKIP, EXIT_TIMEOUT, EXIT_USAGE, MIB, PROJECT_ROOT,
                      CannotRun, LabError, say)
 from . import insn_count
+from . import network
 from .doorbell import DOORBELL_BDF, DoorbellServer
 from .guest_requests import GuestRequests
 from .initramfs import initramfs
@@ -157,7 +158,7 @@ def pick_accel(requested):
 
 def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(), checks=(), keep_windows=None,
          keep=False, env_extra=(), stdout=None, stderr=None, no_iommu=False, hugepages_1g=0, doorbell=False,
-         virtio_net='', count_instructions=False):
+         virtio_net='', count_instructions=False, queues=1):
     """Boots preset, runs cmd in the guest and returns the exit code (see the module doc)."""
     stdout = stdout or sys.stdout.buffer
     stderr = stderr or sys.stderr.buffer
@@ -212,6 +213,7 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
             'BARDRIVE_LAB_MODULES': '/.lab/kernel' if meta.get('modroot') else '',
             'BARDRIVE_LAB_HUGEPAGES_1G': str(hugepages_1g),
             'BARDRIVE_LAB_DOORBELL': DOORBELL_BDF if doorbell else '',
+            'BARDRIVE_LAB_QUEUES': str(queues),
             'BARDRIVE_LAB_INSN_COUNTS': os.path.join(outdir, insn_count.LOG_NAME) if plugin else '',
         })
         if os.environ.get('BARDRIVE_LAB_TRACE'):
@@ -255,7 +257,7 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
             argv += fs('modroot', os.path.join(entry, meta['modroot']), 0x13, True)
         for i, r in enumerate(roots):
             argv += fs(f'share{i}', r, 0x14 + i, False)
-        argv += preset_qemu_args(preset, shm_paths, virtio_net)
+        argv += preset_qemu_args(preset, shm_paths, virtio_net, queues)
         argv += ['-qmp', f'unix:{rundir}/qmp.sock,server=on,wait=off']  # GuestRequests
         if plugin:
             argv += insn_count.qemu_args(plugin, outdir)
@@ -263,6 +265,7 @@ def boot(preset, kernel_name, cmd, *, bind, accel='tcg', timeout=120, shares=(),
         if doorbell:
             argv += ['-chardev', f'socket,id=doorbell,path={rundir}/doorbell.sock',
                      '-device', 'ivshmem-doorbell,chardev=doorbell,vectors=1,bus=pcie.0,addr=0x9']
+        argv = network.wrap(argv, len(preset.nics), queues)  # --queues: taps in a namespace of its own
         with open(os.path.join(rundir, 'qemu.argv'), 'w') as f:
             f.write(shlex.join(argv) + '\n')
 

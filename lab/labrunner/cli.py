@@ -11,6 +11,7 @@ import time
 import contextlib
 
 from .boot import boot, kvm_probe_file, parse_bind, pick_accel, sweep_orphans
+from . import network
 from .common import EXIT_SKIP, EXIT_USAGE, LabError, say
 from .doorbell import DOORBELL_BDF
 from .initramfs import initramfs
@@ -45,6 +46,9 @@ def main(argv):
     r.add_argument('--virtio-net', default='', metavar='PROPS',
                    help='extra QEMU properties of every virtio-net NIC, comma-separated (packed=on, mrg_rxbuf=off, '
                         'iommu_platform=off, host_mtu=9000, csum=off, ...)')
+    r.add_argument('--queues', type=int, default=1, metavar='N',
+                   help=f'queue pairs of each virtio-net NIC (1-{network.MAX_QUEUES}; 1: QEMU\'s hub; more: mq=on over '
+                        'multiqueue taps on a bridge in the run\'s own network namespace)')
     r.add_argument('--hugepages-1g', type=int, default=0, metavar='N',
                    help='reserve N 1 GiB hugepages at boot (the guest then has 3 + N GiB; not with numa)')
     r.add_argument('--count-instructions', action='store_true',
@@ -87,13 +91,18 @@ def main(argv):
                        'e.g. --virtio-net packed=on,mrg_rxbuf=off', EXIT_USAGE)
     if args.count_instructions and pick_accel(args.accel) != 'tcg':
         raise LabError('--count-instructions counts under TCG only (a TCG plugin)', 'leave --accel at tcg', EXIT_USAGE)
+    if args.queues != 1 and not (preset.nics and all(n.model == VIRTIO_NET for n in preset.nics)):
+        raise LabError(f'--queues given, but the NICs of preset {preset.name} are not virtio-net',
+                       'use the virtio preset (lab/lab run virtio --queues N ...)', EXIT_USAGE)
+    if not 1 <= args.queues <= network.MAX_QUEUES:
+        raise LabError(f'--queues {args.queues}: between 1 and {network.MAX_QUEUES}', 'e.g. --queues 4', EXIT_USAGE)
     if not cmd:
         raise LabError('no command given after --', 'usage: lab/lab run PRESET [options] -- CMD [ARGS...]', EXIT_USAGE)
     return boot(preset, args.kernel, cmd, bind=parse_bind(preset, args.bind), accel=pick_accel(args.accel),
                 timeout=args.timeout, shares=args.share, checks=[parse_check(c) for c in args.check_window],
                 keep_windows=args.keep_windows, keep=args.keep or bool(os.environ.get('BARDRIVE_LAB_KEEP')),
                 no_iommu=args.no_iommu, hugepages_1g=args.hugepages_1g, doorbell=args.doorbell,
-                virtio_net=args.virtio_net, count_instructions=args.count_instructions)
+                queues=args.queues, virtio_net=args.virtio_net, count_instructions=args.count_instructions)
 
 
 def probe_kvm():

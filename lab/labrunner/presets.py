@@ -4,6 +4,8 @@ vendor:device before CMD."""
 
 import dataclasses
 
+from . import network
+
 IGB = ('igb', '8086:10c9')        # 82576, QEMU's igb model
 E1000E = ('e1000e', '8086:10d3')  # 82574L, QEMU's e1000e model
 VIRTIO_NET = ('virtio-net-pci', '1af4:1041')  # modern-only virtio-net (virtio 1.x PCI transport)
@@ -85,7 +87,8 @@ PRESETS = {p.name: p for p in [
             ('0000:21:00.0', '0000:81:00.0', 'SYS')),
            numa=True),
     Preset('virtio', 'two virtio-net NICs (modern, iommu_platform) on one hub and one 64 MiB ivshmem window, '
-           'each behind its own root port (lab/lab run --virtio-net PROPS adds device properties)',
+           'each behind its own root port (lab/lab run --virtio-net PROPS adds device properties, --queues N '
+           'queue pairs)',
            (_rp('rp1', 'pcie.0', 1, '0x2'), Nic(VIRTIO_NET, 'rp1', '0000:01:00.0'),
             _rp('rp2', 'pcie.0', 2, '0x3'), Nic(VIRTIO_NET, 'rp2', '0000:02:00.0'),
             _rp('rp3', 'pcie.0', 3, '0x4'), Window('rp3', '0000:03:00.0')),
@@ -102,9 +105,10 @@ PRESETS = {p.name: p for p in [
 ]}
 
 
-def preset_qemu_args(preset, shm_paths, virtio_net=''):
+def preset_qemu_args(preset, shm_paths, virtio_net='', queues=1):
     """QEMU arguments of a preset's devices; shm_paths[i] backs window i; virtio_net: extra properties of every
-    virtio-net NIC (e.g. packed=on,mrg_rxbuf=off)."""
+    virtio-net NIC (e.g. packed=on,mrg_rxbuf=off); queues: queue pairs of each virtio-net NIC's netdev (1: QEMU's
+    hub; more: taps on a bridge, network.py)."""
     args = []
     if preset.numa:
         args += ['-object', 'memory-backend-ram,id=m0,size=512M', '-object', 'memory-backend-ram,id=m1,size=512M',
@@ -115,10 +119,11 @@ def preset_qemu_args(preset, shm_paths, virtio_net=''):
             props = f',{d.props}' if d.props else ''
             args += ['-device', f'{d.kind},id={d.id},bus={d.bus}{props}']
         elif isinstance(d, Nic):
-            # Every NIC on hub 0: what one transmits, the others receive.
+            # Every NIC on one wire (network.py): what one transmits, the others receive.
             props = ''.join(f',{p}' for p in (MODEL_PROPS.get(d.model[0], ''),
+                                              network.nic_props(queues) if d.model == VIRTIO_NET else '',
                                               virtio_net if d.model == VIRTIO_NET else '') if p)
-            args += ['-netdev', f'hubport,id=nic{nic_n},hubid=0',
+            args += ['-netdev', network.netdev(nic_n, queues),
                      '-device', f'{d.model[0]},netdev=nic{nic_n},bus={d.bus},mac=52:54:00:12:34:{0x10 + nic_n:02x}'
                                 f'{props}']
             nic_n += 1

@@ -20,7 +20,7 @@ RUNNER = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(
 # The runner's parts, imported from the package beside the command (lab/labrunner/).
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.realpath(RUNNER)))
-from labrunner import boot, common, doorbell, guest_requests, presets, programs, windows  # noqa: E402
+from labrunner import boot, common, doorbell, guest_requests, network, presets, programs, windows  # noqa: E402
 
 
 def lab(*args, env=None):
@@ -196,6 +196,46 @@ class Presets(unittest.TestCase):
             self.assertIn('disable-legacy=on,iommu_platform=on,packed=on,mrg_rxbuf=off', a)
         basic = presets.preset_qemu_args(presets.PRESETS['basic'], ['/dev/shm/x0'], 'packed=on')
         self.assertFalse([a for a in basic if 'packed=on' in a])
+
+
+class Network(unittest.TestCase):
+    """The NICs' wire: QEMU's hub by default; --queues N: multiqueue taps on a bridge in a namespace of the run's own."""
+
+    def test_hub_by_default(self):
+        args = presets.preset_qemu_args(presets.PRESETS['virtio'], ['/dev/shm/x0'])
+        self.assertEqual([a for a in args if a.startswith(('hubport', 'tap'))],
+                         ['hubport,id=nic0,hubid=0', 'hubport,id=nic1,hubid=0'])
+        self.assertFalse([a for a in args if 'mq=on' in a])
+        argv = ['qemu-system-x86_64', '-m', '1G']
+        self.assertIs(network.wrap(argv, 2, 1), argv)
+
+    def test_queues_make_taps_with_mq_and_a_vector_per_queue(self):
+        args = presets.preset_qemu_args(presets.PRESETS['virtio'], ['/dev/shm/x0'], 'packed=on', 4)
+        self.assertEqual([a for a in args if a.startswith(('hubport', 'tap'))],
+                         [f'tap,id=nic{n},ifname=tap{n},script=no,downscript=no,vhost=off,queues=4' for n in (0, 1)])
+        nics = [a for a in args if a.startswith('virtio-net-pci,')]
+        self.assertEqual(len(nics), 2)
+        for a in nics:
+            self.assertIn('disable-legacy=on,iommu_platform=on,mq=on,vectors=10,packed=on', a)
+
+    def test_queues_run_qemu_in_a_network_namespace_of_its_own(self):
+        argv = ['qemu-system-x86_64', '-m', '1G']
+        wrapped = network.wrap(argv, 2, 4)
+        self.assertEqual(wrapped[0], 'unshare')
+        self.assertIn('--net', wrapped[:wrapped.index('--')])
+        self.assertEqual(wrapped[-3:], argv)
+        script = wrapped[wrapped.index('-c') + 1]
+        self.assertIn('ip tuntap add dev tap$i mode tap multi_queue', script)
+        self.assertIn('learning off', script)  # the bridge floods like the hub
+
+    def test_queues_refused_elsewhere_or_out_of_range(self):
+        rc, out = lab('run', 'basic', '--queues', '2', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('the NICs of preset basic are not virtio-net', out)
+        for n in ('0', '17'):
+            rc, out = lab('run', 'virtio', '--queues', n, '--', 'true')
+            self.assertEqual(rc, 2, out)
+            self.assertIn(f'--queues {n}: between 1 and 16', out)
 
 
 class Windows(unittest.TestCase):
