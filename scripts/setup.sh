@@ -38,7 +38,7 @@ missing() {  # prints the packages of "$@" that are not installed
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
 need_bp=$(missing "${BACKPORTS_PKGS[@]}")
-need=$(missing "${PKGS[@]}")
+need=$(missing "${PKGS[@]}" | sort -u)  # a package may serve several programs of lab/guest-programs
 # iommufd and vfio cdev UAPI (linux/iommufd.h, VFIO_DEVICE_BIND_IOMMUFD) need Linux >= 6.6 headers.
 if [ ! -f /usr/include/linux/iommufd.h ]; then
     need_bp=$(printf '%s\nlinux-libc-dev\n' "$need_bp" | sort -u)
