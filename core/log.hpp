@@ -31,6 +31,11 @@ void info(Args&&... args) {
     if (level() >= Level::info) write(Level::info, concat(std::forward<Args>(args)...));
 }
 
+// Input echoed in a message: at most `max` characters of it (a 10 MB value from a file is not echoed whole).
+inline std::string bounded(std::string_view s, std::size_t max = 64) {
+    return s.size() <= max ? std::string(s) : std::string(s.substr(0, max)) + "...";
+}
+
 // Warnings always print: they tell the user something is off.
 template <class... Args>
 void warn(Args&&... args) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace bardrive::pci {
 
@@ -63,9 +64,7 @@ std::optional<Bdf> Bdf::try_parse(std::string_view text) {
 
 Bdf Bdf::parse(std::string_view text) {
     if (auto b = try_parse(text)) return *b;
-    // At most 64 characters of the text echoed back: a megabyte of garbage makes no better message.
-    const std::string shown = text.size() <= 64 ? std::string(text) : std::string(text.substr(0, 64)) + "...";
-    throw Error("parse PCI address", "'" + shown + "'", "not a PCI address",
+    throw Error("parse PCI address", "'" + log::bounded(text) + "'", "not a PCI address",
                 "expected DDDD:BB:DD.F or BB:DD.F in hex, e.g. 0000:01:00.0; 'lspci -D' lists them");
 }
 

@@ -122,7 +122,7 @@ public:
         t_.groups_known = false;
         t_.bars_known = false;
         if (auto v = attr(system, "version"); !v || *v != "1")
-            warn(system, "version " + (v ? "'" + *v + "'" : std::string("missing")) +
+            warn(system, "version " + (v ? "'" + log::bounded(*v) + "'" : std::string("missing")) +
                              ": this reader knows version 1 (NCCL refuses other versions); read anyway");
         std::size_t cpus = 0;
         for (const xmlNode* c = system->children; c; c = c->next) {
@@ -165,7 +165,7 @@ private:
             if (auto n = parse_int(*v))
                 numa = *n;
             else
-                warn(cpu, "numaid '" + *v + "' is not a number; NUMA node unknown");
+                warn(cpu, "numaid '" + log::bounded(*v) + "' is not a number; NUMA node unknown");
         } else {
             warn(cpu, "has no numaid; NUMA node unknown");
         }
@@ -180,19 +180,20 @@ private:
             if (auto l = cpulist_from_mask(*v))
                 cpus = *l;
             else
-                warn(cpu, "affinity '" + *v + "' is not a CPU mask (hex words separated by commas); CPUs unknown");
+                warn(cpu, "affinity '" + log::bounded(*v) +
+                              "' is not a CPU mask (hex words separated by commas); CPUs unknown");
         }
         if (auto v = attr(cpu, "vendor")) {
             if (t_.cpu_vendor.empty())
                 t_.cpu_vendor = *v;
             else if (t_.cpu_vendor != *v)
-                warn(cpu,
-                     "vendor '" + *v + "' differs from an earlier <cpu>'s '" + t_.cpu_vendor + "'; kept the first");
+                warn(cpu, "vendor '" + log::bounded(*v) + "' differs from an earlier <cpu>'s '" + t_.cpu_vendor +
+                              "'; kept the first");
         }
         if (auto v = attr(cpu, "familyid")) {
             auto f = parse_int(*v);
             if (!f)
-                warn(cpu, "familyid '" + *v + "' is not a number; CPU family unknown");
+                warn(cpu, "familyid '" + log::bounded(*v) + "' is not a number; CPU family unknown");
             else if (t_.cpu_family < 0)
                 t_.cpu_family = *f;
             else if (t_.cpu_family != *f)
@@ -234,7 +235,7 @@ private:
             std::size_t below = 0;
             count_pci(n, below);
             std::string why = !busid ? "has no busid"
-                              : !bdf ? "busid '" + *busid + "' is not a PCI address (DDDD:BB:DD.F)"
+                              : !bdf ? "busid '" + log::bounded(*busid) + "' is not a PCI address (DDDD:BB:DD.F)"
                                      : "busid " + bdf->str() + " appears twice";
             warn(n, why + log::concat("; ignored with the ", below, " <pci> elements below it"));
             return;
@@ -250,7 +251,7 @@ private:
             if (auto c = parse_hex(*v, 0xffffff))
                 d.class_code = *c;
             else
-                dev_warn("class '" + *v + "' is not a hex class code; class unknown");
+                dev_warn("class '" + log::bounded(*v) + "' is not a hex class code; class unknown");
         } else {
             dev_warn("has no class; class unknown");
         }
@@ -260,7 +261,7 @@ private:
             if (!v) return;
             auto x = parse_hex(*v, 0xffff);
             if (!x)
-                dev_warn(std::string(key) + " '" + *v + "' is not a 16-bit hex ID; unknown");
+                dev_warn(std::string(key) + " '" + log::bounded(*v) + "' is not a 16-bit hex ID; unknown");
             else if (*x != 0xffff && *x != 0)
                 field = static_cast<std::uint16_t>(*x);
             else
@@ -277,7 +278,8 @@ private:
             double gts = std::strtod(speed->c_str(), &end);
             auto w = parse_int(*width);
             if (end == speed->c_str() || gts <= 0 || gts > 1000 || !w)
-                dev_warn("link_speed '" + *speed + "' / link_width '" + *width + "' do not parse; link unknown");
+                dev_warn("link_speed '" + log::bounded(*speed) + "' / link_width '" + log::bounded(*width) +
+                         "' do not parse; link unknown");
             else if (*w > 0)
                 d.link = LinkInfo{gts, static_cast<unsigned>(*w), gts, static_cast<unsigned>(*w)};
         }
@@ -325,7 +327,7 @@ private:
             if (auto n = parse_int(*v))
                 d.os_names.push_back(log::concat("cuda:", *n));
             else
-                warn(g, "dev '" + *v + "' is not a CUDA device index; ignored");
+                warn(g, "dev '" + log::bounded(*v) + "' is not a CUDA device index; ignored");
         }
         for (const xmlNode* c = g->children; c; c = c->next) {
             if (is(c, "nvlink"))
@@ -340,7 +342,7 @@ private:
         auto count = attr(n, "count");
         auto links = count ? parse_int(*count) : std::nullopt;
         if (!links || *links == 0) {
-            warn(n, "count '" + count.value_or("") + "' is not a positive number of links; ignored");
+            warn(n, "count '" + log::bounded(count.value_or("")) + "' is not a positive number of links; ignored");
             return;
         }
         PendingLink p{gpu, {}, {}, n};
@@ -350,7 +352,7 @@ private:
         if (auto tc = attr(n, "tclass")) {
             auto c = parse_hex(*tc, 0xffffff);
             if (!c)
-                warn(n, "tclass '" + *tc + "' is not a hex class code; peer type unknown");
+                warn(n, "tclass '" + log::bounded(*tc) + "' is not a hex class code; peer type unknown");
             else
                 p.tclass = *c;
         }

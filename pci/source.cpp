@@ -258,7 +258,7 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
     auto parse_count = [&](const std::string& s, std::size_t line) {
         std::size_t n = 0;
         if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
-            throw fail(line, "bad count '" + s + "'");
+            throw fail(line, "bad count '" + log::bounded(s) + "'");
         n = std::stoul(s);
         return n;
     };
@@ -277,7 +277,7 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
             ended = true;
             break;
         }
-        if (path.empty()) throw fail(lineno, "record '" + kind + "' without a path");
+        if (path.empty()) throw fail(lineno, "record '" + log::bounded(kind) + "' without a path");
         ls >> arg;
         if (kind == "missing") {
             if (path == "text")
@@ -289,7 +289,7 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
             else if (path == "list")
                 d.lists[arg] = std::nullopt;
             else
-                throw fail(lineno, "unknown missing kind '" + path + "'");
+                throw fail(lineno, "unknown missing kind '" + log::bounded(path) + "'");
             if (arg.empty()) throw fail(lineno, "missing record without a path");
         } else if (kind == "link") {
             if (arg.empty()) throw fail(lineno, "link without a target");
@@ -330,7 +330,7 @@ SnapshotData parse_snapshot(const std::string& content, const std::string& name)
             }
             d.blobs[path] = std::move(v);
         } else {
-            throw fail(lineno, "unknown record '" + kind + "'");
+            throw fail(lineno, "unknown record '" + log::bounded(kind) + "'");
         }
     }
     if (!ended) throw fail(lines.size(), "no 'end' line: the file is truncated");

@@ -80,7 +80,7 @@ std::vector<Bar> parse_resource(const std::string& text, std::vector<std::string
         ls >> a >> b >> f;
         auto start = parse_u64(a, 16), end = parse_u64(b, 16), flags = parse_u64(f, 16);
         if (!start || !end || !flags) {
-            warnings.push_back(log::concat(path, " line ", idx + 1, ": cannot parse '", line, "'"));
+            warnings.push_back(log::concat(path, " line ", idx + 1, ": cannot parse '", log::bounded(line), "'"));
             continue;
         }
         if (*start == 0 && *end == 0) continue;
@@ -108,6 +108,22 @@ void link_tree(Topology& t, std::vector<std::optional<Bdf>> parents) {
     std::vector<std::pair<Device, std::optional<Bdf>>> both;
     for (std::size_t i = 0; i < t.devices.size(); ++i) both.emplace_back(std::move(t.devices[i]), parents[i]);
     std::stable_sort(both.begin(), both.end(), [](const auto& a, const auto& b) { return a.first.bdf < b.first.bdf; });
+    // An address listed twice (a damaged snapshot, two lspci -tv outputs pasted together) is one function: the
+    // first description is kept, so no device is paired with itself.
+    std::string twice;
+    std::size_t repeats = 0;
+    for (std::size_t i = 1; i < both.size(); ++i)
+        if (both[i].first.bdf == both[i - 1].first.bdf && ++repeats <= 3 &&
+            (i < 2 || both[i - 2].first.bdf != both[i].first.bdf))
+            twice += (twice.empty() ? "" : ", ") + both[i].first.bdf.str();
+    if (repeats > 0) {
+        both.erase(std::unique(both.begin(), both.end(),
+                               [](const auto& a, const auto& b) { return a.first.bdf == b.first.bdf; }),
+                   both.end());
+        t.warnings.push_back(log::concat(t.source, " lists ", twice, repeats > 3 ? " and more" : "",
+                                         " more than once (", repeats,
+                                         " repeated entries ignored; the first of each is kept)"));
+    }
     t.devices.clear();
     for (auto& [d, p] : both) t.devices.push_back(std::move(d));
     for (std::size_t i = 0; i < t.devices.size(); ++i) {
@@ -321,8 +337,8 @@ Topology read_topology(Source& src) {
             for (std::size_t k = 0; k < comps.size(); ++k)
                 if (parse_host_bridge_name(comps[k])) hb_pos = k;
             if (!hb_pos || comps.empty() || comps.back() != name) {
-                d.warnings.push_back("sysfs link '" + *target + "' does not end in pciDDDD:BB/.../" + name +
-                                     "; placed on its own root bus");
+                d.warnings.push_back("sysfs link '" + log::bounded(*target) + "' does not end in pciDDDD:BB/.../" +
+                                     name + "; placed on its own root bus");
                 d.host_bridge = host_bridge(bdf->domain, bdf->bus);
             } else {
                 auto [dom, bus] = *parse_host_bridge_name(comps[*hb_pos]);
@@ -330,7 +346,8 @@ Topology read_topology(Source& src) {
                 if (comps.size() - *hb_pos >= 3) {
                     p.parent = Bdf::try_parse(comps[comps.size() - 2]);
                     if (!p.parent)
-                        d.warnings.push_back("sysfs link '" + *target + "': parent '" + comps[comps.size() - 2] +
+                        d.warnings.push_back("sysfs link '" + log::bounded(*target) + "': parent '" +
+                                             comps[comps.size() - 2] +
                                              "' is not a PCI address; placed on the root bus");
                 }
             }
@@ -381,7 +398,7 @@ Topology read_topology(Source& src) {
             if (!v) return;
             auto n = parse_u64(*v, 16);
             if (!n || *n > max) {
-                d.warnings.push_back(dir + attr + ": cannot parse '" + *v + "'");
+                d.warnings.push_back(dir + attr + ": cannot parse '" + log::bounded(*v) + "'");
                 return;
             }
             field = static_cast<std::remove_reference_t<decltype(field)>>(*n);
@@ -409,13 +426,18 @@ Topology read_topology(Source& src) {
         }
         if (auto v = src.link(dir + "driver")) d.driver = basename_of(*v);
         if (auto v = src.link(dir + "iommu_group")) {
-            if (auto g = parse_int(basename_of(*v))) d.iommu_group = *g;
+            const std::string name = basename_of(*v);
+            if (auto g = parse_int(name); g && *g >= 0)
+                d.iommu_group = *g;
+            else
+                d.warnings.push_back(dir + "iommu_group: '" + log::bounded(name) +
+                                     "' is not a group number; group unknown");
         }
         if (auto v = src.text(dir + "numa_node")) {
             if (auto n = parse_int(*v))
                 d.numa_node = *n;
             else
-                d.warnings.push_back(dir + "numa_node: cannot parse '" + *v + "'");
+                d.warnings.push_back(dir + "numa_node: cannot parse '" + log::bounded(*v) + "'");
         }
         if (auto v = src.text(dir + "local_cpulist")) d.local_cpus = *v;
 

@@ -43,8 +43,6 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv, con
     }
 }
 
-std::string bounded(const std::string& s) { return s.size() <= 64 ? s : s.substr(0, 64) + "..."; }
-
 std::optional<std::string> Args::value(const std::string& flag) const {
     auto it = flags_.find(flag);
     if (it == flags_.end()) return std::nullopt;

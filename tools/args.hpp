@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace bardrive::tools {
+
+using log::bounded;
 
 // Bad usage (an unknown option, a missing or malformed value, a wrong number of arguments): `bardrive`
 // exits 2 for it, 1 for every other error, 0 on success (the one contract of every subcommand).
@@ -30,9 +33,6 @@ auto usage_value(Parse&& parse) -> decltype(parse()) {
         throw UsageError(e);
     }
 }
-
-// Input echoed in a message: at most 64 characters of it (a 10 MB argument is not echoed whole).
-std::string bounded(const std::string& s);
 
 class Args {
 public:

@@ -1,9 +1,11 @@
 #include "vfio/sysfs.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <system_error>
 
+#include "core/error.hpp"
 #include "core/file.hpp"
 #include "core/log.hpp"
 
@@ -40,8 +42,16 @@ std::string Sysfs::driver(const pci::Bdf& bdf) const { return link_target_name(d
 
 std::optional<unsigned> Sysfs::iommu_group(const pci::Bdf& bdf) const {
     std::string name = link_target_name(device_dir(bdf) + "/iommu_group");
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    return static_cast<unsigned>(std::stoul(name));
+    if (name.empty()) return std::nullopt;
+    // The kernel numbers groups from 0 in an int: anything else is not a kernel's sysfs (a wrapped or thrown
+    // conversion once made group 4294967296 group 0, or "internal error: stoul").
+    unsigned group = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), group);
+    if (ec != std::errc() || end != name.data() + name.size() || group > 0x7fffffffu)
+        throw Error("read IOMMU group of", bdf.str(),
+                    "its iommu_group link names '" + log::bounded(name) + "', not a group number",
+                    "check that " + root_ + " is a kernel's sysfs (--sysfs)");
+    return group;
 }
 
 std::vector<pci::Bdf> Sysfs::group_members(unsigned group) const {

@@ -19,8 +19,8 @@ public:
     const std::string& root() const noexcept { return root_; }
     std::string device_dir(const pci::Bdf& bdf) const;  // <root>/bus/pci/devices/<bdf>
     bool exists(const pci::Bdf& bdf) const;
-    std::string driver(const pci::Bdf& bdf) const;  // "" when no driver is bound
-    std::optional<unsigned> iommu_group(const pci::Bdf& bdf) const;
+    std::string driver(const pci::Bdf& bdf) const;                       // "" when no driver is bound
+    std::optional<unsigned> iommu_group(const pci::Bdf& bdf) const;      // nullopt: no group; throws for a bad link
     std::vector<pci::Bdf> group_members(unsigned group) const;           // sorted
     std::vector<pci::Bdf> devices() const;                               // every PCI device, sorted
     std::vector<std::string> net_interfaces(const pci::Bdf& bdf) const;  // "eth0 (up)", ...

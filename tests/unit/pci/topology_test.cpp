@@ -482,6 +482,51 @@ TEST_CASE("lspci -tv text that is not a tree warns or is refused", "[pci][lspci-
     CHECK(w.find("odd line 4") != std::string::npos);
 }
 
+TEST_CASE("an address listed twice is one function, never paired with itself", "[pci][topology][bad-input]") {
+    const std::string tree = "-[0000:00]-+-00.0  Host\n           +-01.0  First\n           \\-02.0  Other\n";
+    auto t = read_lspci_tree(tree + tree, "twice.txt");  // two outputs pasted together
+    REQUIRE(t.devices.size() == 3);
+    CHECK(t.devices[*t.find(Bdf::parse("00:01.0"))].vendor_name == "First");
+    std::string w;
+    for (const auto& x : t.warnings) w += x + "\n";
+    INFO(w);
+    CHECK(w.find("twice.txt lists 0000:00:00.0, 0000:00:01.0, 0000:00:02.0 more than once (3 repeated entries") !=
+          std::string::npos);
+
+    // A snapshot whose device list names one function twice.
+    const std::string snap =
+        "bardrive-topo-snapshot 1\n"
+        "list /sys/bus/pci/devices 3\n0000:00:01.0\n0000:00:02.0\n0000:00:01.0\n"
+        "link /sys/bus/pci/devices/0000:00:01.0 ../../../devices/pci0000:00/0000:00:01.0\n"
+        "link /sys/bus/pci/devices/0000:00:02.0 ../../../devices/pci0000:00/0000:00:02.0\n"
+        "text /sys/bus/pci/devices/0000:00:01.0/class 1\n0x030200\n"
+        "text /sys/bus/pci/devices/0000:00:02.0/class 1\n0x030200\n"
+        "end\n";
+    SnapshotSource src(parse_snapshot(snap, "dup.snapshot"), "dup.snapshot");
+    auto s = read_topology(src);
+    CHECK(s.devices.size() == 2);
+    for (auto a : p2p_candidates(s, true))
+        for (auto b : p2p_candidates(s, true)) CHECK((a == b) == (s.devices[a].bdf == s.devices[b].bdf));
+}
+
+TEST_CASE("an IOMMU group number that does not fit is no group, not a wrapped one", "[pci][topology][bad-input]") {
+    for (const char* group : {"4294967296", "99999999999999999999999", "-3"}) {
+        INFO(group);
+        const std::string snap = std::string("bardrive-topo-snapshot 1\n") +
+                                 "list /sys/bus/pci/devices 1\n0000:00:01.0\n"
+                                 "link /sys/bus/pci/devices/0000:00:01.0 ../../../devices/pci0000:00/0000:00:01.0\n"
+                                 "link /sys/bus/pci/devices/0000:00:01.0/iommu_group ../../../kernel/iommu_groups/" +
+                                 group + "\nend\n";
+        SnapshotSource src(parse_snapshot(snap, "group.snapshot"), "group.snapshot");
+        auto t = read_topology(src);
+        REQUIRE(t.devices.size() == 1);
+        CHECK(t.devices[0].iommu_group == -1);
+        std::string w;
+        for (const auto& x : t.devices[0].warnings) w += x + "\n";
+        CHECK(w.find(std::string("iommu_group: '") + group + "' is not a group number") != std::string::npos);
+    }
+}
+
 TEST_CASE("ACS on a multi-function endpoint redirects traffic between its functions", "[pci][p2p]") {
     Topology t;
     t.source = "hand-built";

@@ -84,6 +84,30 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
          ['--nics 0000:99:00.0', 'no such PCI device'])
     case(['bench', '--only', 'mmio-wc', '--quiet'], 1, 'asked for but could not run here: mmio-wc')
 
+    # A snapshot value of 10 MB: the warning shows its start, not all of it. An address listed twice: one device.
+    with open(snapshot) as f:
+        text = f.read()
+    big_class = os.path.join(d, 'big-class.snapshot')
+    with open(big_class, 'w') as f:
+        f.write(text.replace('text /sys/bus/pci/devices/0000:1a:00.0/class 1\n0x030200\n',
+                             'text /sys/bus/pci/devices/0000:1a:00.0/class 1\n0x' + 'f' * (10 << 20) + '\n', 1))
+    p = subprocess.run([cli, 'topo', '--sysfs', big_class], capture_output=True, text=True, timeout=20)
+    ran += 1
+    if p.returncode != 0 or "class: cannot parse '0xfff" not in p.stderr or len(p.stderr) > 10000:
+        failures.append(f'10 MB class value: exit {p.returncode}, {len(p.stderr)} bytes of stderr')
+    twice = os.path.join(d, 'twice.snapshot')
+    with open(twice, 'w') as f:
+        lines = text.split('\n')
+        at = next(i for i, line in enumerate(lines) if line.startswith('list /sys/bus/pci/devices '))
+        n = int(lines[at].split()[-1])
+        lines[at] = f'list /sys/bus/pci/devices {n + 1}'
+        lines.insert(at + 1, '0000:1a:00.0')
+        f.write('\n'.join(lines))
+    case(['topo', '--sysfs', twice, 'p2p', '--all'], 0, 'lists 0000:1a:00.0 more than once')
+    p = subprocess.run([cli, 'topo', '--sysfs', twice, 'p2p', '--all'], capture_output=True, text=True, timeout=20)
+    if '0000:1a:00.0 -> 0000:1a:00.0' in p.stdout:
+        failures.append('a device listed twice is paired with itself')
+
     # A FIFO in place of a statistics file: refused at once, not waited on.
     fifo = os.path.join(d, 'nic-0000:01:00.0.stats')
     os.mkfifo(fifo)
@@ -162,6 +186,10 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     with open(os.path.join(victim, 'bind')) as f:
         if f.read() != 'untouched':
             failures.append('unbind --restore wrote through a remembered path')
+
+    # An IOMMU group link past 32 bits: an error naming it (was group 0, or "internal error: stoul").
+    os.symlink('../../../kernel/iommu_groups/99999999999999999999999', os.path.join(dev, 'iommu_group'))
+    case(['bind', '--list', '--sysfs', sysfs], 1, ['0000:99:00.0', "names '99999999999999999999999'"])
 
 for f in failures:
     print('FAILED:', f)

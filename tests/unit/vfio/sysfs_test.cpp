@@ -32,6 +32,24 @@ TEST_CASE("sysfs view reads drivers, groups and members") {
     CHECK(sys.ids(nic0) == "8086:10c9");
 }
 
+TEST_CASE("an IOMMU group link that names no group number is an error naming it, not group 0") {
+    for (const char* name : {"4294967296", "99999999999999999999999", "2147483648", "12abc"}) {
+        INFO(name);
+        FakeSysfs fake;
+        fake.device(nic0.str(), -1, "igb");
+        fs::create_symlink(fs::path("../../../kernel/iommu_groups") / name,
+                           fs::path(fake.root()) / "devices/pci0000:00" / nic0.str() / "iommu_group");
+        vfio::Sysfs sys(fake.root());
+        CHECK_THROWS_WITH(sys.iommu_group(nic0), ContainsSubstring(nic0.str()) &&
+                                                     ContainsSubstring(std::string("names '") + name + "'") &&
+                                                     ContainsSubstring("not a group number"));
+        CHECK_THROWS_WITH(vfio::list_bindings(sys, {}), ContainsSubstring("not a group number"));
+    }
+    FakeSysfs fake;
+    fake.device(nic0.str(), 2147483647, "igb");
+    CHECK(vfio::Sysfs(fake.root()).iommu_group(nic0) == 2147483647u);
+}
+
 TEST_CASE("opening a device explains why it cannot be opened") {
     FakeSysfs fake;
     fake.device(nic0.str(), 12, "igb");
