@@ -74,6 +74,8 @@ void require_device(const Sysfs& sys, const pci::Bdf& b, const char* op) {
 }  // namespace
 
 std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& devices, const BindOptions& options) {
+    // The devices first: an absent one is the mistake to name, not the driver.
+    for (const auto& b : devices) require_device(sys, b, "bind to vfio-pci");
     const std::string vfio_dir = sys.root() + "/bus/pci/drivers/vfio-pci";
     std::error_code ec;
     if (!fs::exists(vfio_dir, ec))
@@ -83,7 +85,6 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
     std::set<pci::Bdf> wanted(devices.begin(), devices.end());
     // Check everything before touching anything.
     for (const auto& b : devices) {
-        require_device(sys, b, "bind to vfio-pci");
         if (!options.force && sys.driver(b) != "vfio-pci" && any_interface_up(sys, b))
             throw Error("bind to vfio-pci", describe(sys, b), "a network interface of it is up and may be in use",
                         "take it down first ('ip link set DEV down'), or pass --force");

@@ -73,6 +73,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
         failures.append('topo snapshot with an option it cannot use still wrote a snapshot')
     case(['bind'], 2, 'no device given')
     case(['bind', 'zz'], 2, 'not a PCI address')
+    case(['bind', '0000:99:00.0', '--sysfs', d], 1, ['0000:99:00.0', 'no such PCI device'])  # not "modprobe"
     case(['unbind', '0' * 300], 2, ["'" + '0' * 64 + "...'"])
     case(['bench', 'extra'], 2, 'unexpected argument')
     case(['bench', '--reps', '0'], 2, 'not a count')

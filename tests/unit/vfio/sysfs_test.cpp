@@ -123,6 +123,10 @@ TEST_CASE("bind and unbind reject bad input before touching anything") {
     vfio::Sysfs sys(fake.root());
     vfio::BindOptions opt;
     opt.state_dir = fake.root() + "/run";
+    // An absent device is named first, even where vfio-pci is not loaded (it was sent to modprobe).
+    const auto absent = pci::Bdf::parse("0000:09:00.0");
+    CHECK_THROWS_WITH(vfio::bind(sys, {nic0, absent}, opt),
+                      ContainsSubstring("0000:09:00.0") && ContainsSubstring("no such PCI device"));
     CHECK_THROWS_WITH(vfio::bind(sys, {nic0}, opt),
                       ContainsSubstring("vfio-pci driver is not loaded") && ContainsSubstring("modprobe vfio-pci"));
     fake.driver("vfio-pci");
