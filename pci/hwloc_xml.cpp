@@ -8,8 +8,10 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "pci/topology.hpp"
+#include "pci/xml.hpp"
 
 namespace bardrive::pci {
 
@@ -63,15 +65,28 @@ Topology read_hwloc_xml(const std::string& file) {
     // faster of the two there. HWLOC_LIBXML, not HWLOC_LIBXML_IMPORT: it overrides the other two, so a user's
     // HWLOC_LIBXML=1 cannot bring the crash back. hwloc reads it once per process, at its first XML import.
     ::setenv("HWLOC_LIBXML", "0", 1);
+    //
+    // hwloc answers any file it cannot read with EINVAL ("Invalid argument"), so the file is read and parsed here
+    // first (bounded, non-blocking; libxml2 with nothing loaded from outside) to name what is wrong, and an NCCL
+    // file is pointed to --nccl-xml. hwloc then reads the same bytes.
+    const std::string op = "read hwloc XML", fix = "give a file written by 'lstopo --of xml FILE'";
+    const auto bytes = file::read_bytes(file, xml::max_file_bytes + 1);
+    const std::string text(bytes.begin(), bytes.end());
+    {
+        const xml::Doc doc = xml::parse(text, file, op, fix);
+        const std::string root = xml::name_of(xmlDocGetRootElement(doc.get()));
+        if (root == "system")
+            throw Error(op, file, "root element is <system>: an NCCL topology file", "read it with --nccl-xml");
+        if (root != "topology")
+            throw Error(op, file, "root element is <" + log::bounded(root) + ">, not hwloc's <topology>", fix);
+    }
     HwlocTopology h;
     if (hwloc_topology_init(&h.t) < 0) throw Error::from_errno("initialise hwloc", file, errno);
     hwloc_topology_set_io_types_filter(h.t, HWLOC_TYPE_FILTER_KEEP_ALL);
-    if (hwloc_topology_set_xml(h.t, file.c_str()) < 0)
-        throw Error::from_errno("open hwloc XML", file, errno, "give a file written by 'lstopo --of xml FILE'");
-    if (hwloc_topology_load(h.t) < 0)
-        throw Error::from_errno(
-            "load hwloc XML", file, errno,
-            "hwloc could not parse it (HWLOC_XML_VERBOSE=1 says why); is it 'lstopo --of xml' output?");
+    if (hwloc_topology_set_xmlbuffer(h.t, text.c_str(), static_cast<int>(text.size() + 1)) < 0 ||
+        hwloc_topology_load(h.t) < 0)
+        throw Error(op, file, "well-formed XML, but hwloc could not read a topology from it",
+                    "HWLOC_XML_VERBOSE=1 says why; " + fix);
 
     Topology topo;
     topo.source = "hwloc XML " + file;

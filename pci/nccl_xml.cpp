@@ -16,39 +16,17 @@
 #include "core/file.hpp"
 #include "core/log.hpp"
 #include "pci/topology.hpp"
+#include "pci/xml.hpp"
 
 namespace bardrive::pci {
 
 namespace {
 
-constexpr std::size_t max_file_bytes = 16u << 20;  // a dump of a large machine is about 100 KiB
-
 // NCCL's target classes (src/graph/xml.h, topo.cc): an NVSwitch, an IBM POWER NPU (the CPU), a GPU.
 constexpr std::uint32_t class_nvswitch = 0x068000;
 constexpr std::uint32_t class_npu = 0x068001;
 
-struct XmlDocFree {
-    void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
-struct XmlCtxtFree {
-    void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
-};
-
-// libxml2 keeps the last error; the first says what went wrong (a tag left open, not the end of file).
-struct FirstError {
-    int line = 0;
-    std::string message;
-};
-template <class E>  // xmlError, const in libxml2 2.12 and later
-void keep_first_error(void* ctxt, E* e) {
-    auto* first = static_cast<FirstError*>(static_cast<xmlParserCtxt*>(ctxt)->_private);
-    if (first && first->message.empty() && e && e->message && e->level >= XML_ERR_ERROR) {
-        first->line = e->line;
-        first->message = e->message;
-    }
-}
-
-std::string name_of(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+using xml::name_of;
 
 bool is(const xmlNode* n, const char* name) {
     return n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, reinterpret_cast<const xmlChar*>(name)) == 0;
@@ -415,39 +393,18 @@ Topology parse_nccl_xml(const std::string& text, const std::string& name) {
     const std::string op = "read NCCL topology XML";
     const std::string hint =
         "give a file NCCL wrote with NCCL_TOPO_DUMP_FILE, or one written for NCCL_TOPO_FILE (<system version=\"1\">)";
-    if (text.size() > max_file_bytes)
-        throw Error(op, name, log::concat("larger than ", max_file_bytes >> 20, " MiB"), hint);
-    xmlInitParser();
-    std::unique_ptr<xmlParserCtxt, XmlCtxtFree> ctxt(xmlNewParserCtxt());
-    if (!ctxt) throw Error(op, name, "libxml2 could not allocate a parser");
-    FirstError first;
-    ctxt->_private = &first;
-    ctxt->sax->serror = keep_first_error;  // called with ctxt->userData, the context itself
-    // No network, no DTD loading, no entity expansion beyond libxml2's limits, and no printing to stderr.
-    std::unique_ptr<xmlDoc, XmlDocFree> doc(
-        xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), name.c_str(), nullptr,
-                          XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-    if (!doc) {
-        if (first.message.empty())
-            if (const xmlError* e = xmlCtxtGetLastError(ctxt.get()); e && e->message) {
-                first.line = e->line;
-                first.message = e->message;
-            }
-        std::string msg = first.message.empty() ? "not well-formed XML" : first.message;
-        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-        throw Error(op, name, first.line > 0 ? log::concat("line ", first.line, ": ", msg) : msg, hint);
-    }
+    const xml::Doc doc = xml::parse(text, name, op, hint);
     const xmlNode* root = xmlDocGetRootElement(doc.get());
-    if (!root) throw Error(op, name, "no root element", hint);
     if (!is(root, "system"))
         throw Error(op, name,
-                    log::concat("line ", xmlGetLineNo(root), ": root element is <", name_of(root), ">, not <system>"),
+                    log::concat("line ", xmlGetLineNo(root), ": root element is <", log::bounded(name_of(root)),
+                                ">, not <system>"),
                     is(root, "topology") ? hint + "; 'lstopo --of xml' output is read with --hwloc-xml" : hint);
     return Reader(name).read(root);
 }
 
 Topology read_nccl_xml(const std::string& file) {
-    auto bytes = file::read_bytes(file, max_file_bytes + 1);
+    auto bytes = file::read_bytes(file, xml::max_file_bytes + 1);
     return parse_nccl_xml(std::string(bytes.begin(), bytes.end()), file);
 }
 

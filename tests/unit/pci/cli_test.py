@@ -303,8 +303,10 @@ check('not a PCI address' in run('--sysfs', snap, 'show', 'zz', rc=2).stderr, 'b
 check('unknown option' in run('--frobnicate', rc=2).stderr, 'unknown option')
 check('give one source' in run('--sysfs', snap, '--hwloc-xml', snap, rc=2).stderr, 'two sources')
 check('no PCI functions found' in run('--lspci-tv', snap, rc=1).stderr, 'lspci -tv of a snapshot')
-check('load hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr or 'open hwloc XML' in run('--hwloc-xml', snap, rc=1).stderr,
-      'hwloc error')
+e = run('--hwloc-xml', snap, rc=1).stderr
+check('read hwloc XML' in e and 'line 1: Start tag expected' in e, 'hwloc error: ' + e)
+e = run('--hwloc-xml', os.path.join(fixtures, 'nccl-nvswitch.xml'), rc=1).stderr
+check('an NCCL topology file (read it with --nccl-xml)' in e, 'hwloc of an NCCL file: ' + e)
 
 # NCCL topology files (hand-written fixtures): NV<n> cells like nvidia-smi topo -m, NVLinks in p2p, show
 # and JSON, and NCCL XML that is broken.

@@ -311,6 +311,13 @@ TEST_CASE("NCCL XML that is not well-formed or not NCCL's is an error naming fil
     CHECK(e.find("root element is <topology>, not <system>") != std::string::npos);
     CHECK(e.find("--hwloc-xml") != std::string::npos);
     CHECK(error_of("").find("t.xml") != std::string::npos);
+    // Nested past libxml2's limit: said in words a user can act on, not "use XML_PARSE_HUGE".
+    std::string deep = "<system version=\"1\"><cpu numaid=\"0\">";
+    for (int i = 0; i < 300; ++i) deep += "<pci busid=\"0000:01:00.0\" class=\"0x060400\">";
+    for (int i = 0; i < 300; ++i) deep += "</pci>";
+    e = error_of(deep + "</cpu></system>");
+    CHECK(e.find("nest deeper than 256 levels") != std::string::npos);
+    CHECK(e.find("XML_PARSE_HUGE") == std::string::npos);
     CHECK(error_of("bardrive-topo-snapshot 1\nend\n").find("t.xml") != std::string::npos);
     CHECK_THROWS_AS(read_nccl_xml(PCI_FIXTURES "/no-such-file.xml"), Error);
     try {

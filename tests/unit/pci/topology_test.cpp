@@ -386,13 +386,34 @@ TEST_CASE("an hwloc XML with an internal DTD subset is read, not a crash (hwloc'
     }
 }
 
-TEST_CASE("an hwloc XML that hwloc cannot load is an error naming the file", "[pci][hwloc][bad-input]") {
-    try {
-        read_hwloc_xml(PCI_FIXTURES "/dual-socket.snapshot");
-        FAIL("no error");
-    } catch (const Error& e) {
-        CHECK(e.object() == PCI_FIXTURES "/dual-socket.snapshot");
-    }
+TEST_CASE("an hwloc XML that hwloc cannot load is an error naming the file and what is wrong",
+          "[pci][hwloc][bad-input]") {
+    auto error_of = [](const std::string& file) {
+        try {
+            read_hwloc_xml(file);
+        } catch (const Error& e) {
+            CHECK(e.object() == file);
+            return std::string(e.what());
+        }
+        FAIL("no error for " << file);
+        return std::string();
+    };
+    // hwloc says "Invalid argument" for each of these; the reader says what is wrong.
+    auto e = error_of(PCI_FIXTURES "/dual-socket.snapshot");
+    CHECK(e.find("line 1: Start tag expected") != std::string::npos);
+    CHECK(e.find("Invalid argument") == std::string::npos);
+    e = error_of(PCI_FIXTURES "/nccl-nvswitch.xml");
+    CHECK(e.find("an NCCL topology file") != std::string::npos);
+    CHECK(e.find("--nccl-xml") != std::string::npos);
+    char path[] = "/tmp/bardrive-hwloc-XXXXXX";
+    const int fd = ::mkstemp(path);
+    REQUIRE(fd >= 0);
+    const std::string foo = "<?xml version=\"1.0\"?>\n<foo/>\n";
+    REQUIRE(::write(fd, foo.data(), foo.size()) == static_cast<ssize_t>(foo.size()));
+    ::close(fd);
+    e = error_of(path);
+    CHECK(e.find("root element is <foo>, not hwloc's <topology>") != std::string::npos);
+    ::unlink(path);
 }
 
 namespace {
