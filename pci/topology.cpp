@@ -299,11 +299,20 @@ Topology read_topology(Source& src) {
     Topology t;
     t.source = src.describe();
     auto names = src.list(devices_dir);
-    if (!names)
-        throw Error("read PCI topology", src.describe() == "/sys" ? std::string(devices_dir) : src.describe(),
-                    "no /sys/bus/pci/devices",
-                    "is sysfs mounted? To read another machine, give --sysfs with a snapshot from "
-                    "'bardrive topo snapshot FILE' or a copied /sys folder");
+    if (!names) {
+        const std::string where = src.describe();
+        if (where == "/sys")
+            throw Error("read PCI topology", devices_dir, "missing",
+                        "is sysfs mounted? To read another machine, give --sysfs with a snapshot from "
+                        "'bardrive topo snapshot FILE' or a copied /sys folder");
+        // Another machine's copy: name the path looked for in it; "is sysfs mounted?" is no fix for a folder.
+        const bool snapshot = where.rfind("snapshot ", 0) == 0;
+        throw Error("read PCI topology", where,
+                    snapshot ? "it records no /sys/bus/pci/devices" : "no " + where + "/bus/pci/devices in it",
+                    snapshot ? "capture it again with 'bardrive topo snapshot FILE' and read that with --sysfs"
+                             : "--sysfs takes a copy of a whole /sys folder (DIR/bus/pci/devices/...) or a "
+                               "snapshot from 'bardrive topo snapshot FILE'");
+    }
 
     std::map<std::string, std::size_t> hb_index;
     auto host_bridge = [&](std::uint32_t dom, std::uint8_t bus) {

@@ -119,6 +119,11 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     os.rmdir(fifo)
     case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'nobody publishes statistics there')
 
+    # An empty folder given as a copied /sys: the path looked for in it, not /sys and "is sysfs mounted?".
+    empty = os.path.join(d, 'empty')
+    os.mkdir(empty)
+    case(['topo', '--sysfs', empty], 1, [f'no {empty}/bus/pci/devices in it', 'copy of a whole /sys folder'])
+
     # A copied sysfs folder whose attributes are FIFOs: each is unreadable at once (a warning), never waited on.
     copied = os.path.join(d, 'copied-sys')
     fn = os.path.join(copied, 'devices/pci0000:00/0000:00:00.0')
