@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace bardrive::bench {
 
@@ -16,7 +17,8 @@ std::uint64_t parse_size(std::string_view text) {
     const char* b = text.data();
     const char* e = text.data() + text.size();
     auto [p, ec] = std::from_chars(b, e, v);
-    if (ec != std::errc() || p == b)
+    const bool huge = ec == std::errc::result_out_of_range;  // digits past 2^64: too large, not "not a size"
+    if ((ec != std::errc() && !huge) || p == b)
         throw Error("parse size", std::string(text), "not a size", "write a number with an optional K, M, G or T");
     int shift = 0;
     if (p != e) {
@@ -47,7 +49,8 @@ std::uint64_t parse_size(std::string_view text) {
             throw Error("parse size", std::string(text), "unknown suffix",
                         "use K, M, G or T (binary: 1K = 1024 bytes)");
     }
-    if (shift && v > (UINT64_MAX >> shift)) throw Error("parse size", std::string(text), "too large");
+    if (huge || (shift && v > (UINT64_MAX >> shift)))
+        throw Error("parse size", log::bounded(text), "more than 2^64 bytes", "give sizes such as 4K, 64M or 1G");
     v <<= shift;
     if (v < 16 || v % 16 != 0)
         throw Error("parse size", std::string(text), "sizes must be multiples of 16 bytes, at least 16",

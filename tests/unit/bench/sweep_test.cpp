@@ -1,6 +1,7 @@
 #include "bench/p2p/sweep.hpp"
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include "core/error.hpp"
 
@@ -27,6 +28,10 @@ TEST_CASE("bad sizes are refused with the reason") {
     CHECK_THROWS_AS(parse_size("100"), bardrive::Error);  // not a multiple of 16
     CHECK_THROWS_AS(parse_size("4Q"), bardrive::Error);   // unknown suffix
     CHECK_THROWS_AS(parse_size(""), bardrive::Error);
+    // Past 2^64 is "more than 2^64 bytes", with or without a suffix, never "not a size".
+    CHECK_THROWS_WITH(parse_size("99999999999999999999999"),
+                      Catch::Matchers::ContainsSubstring("more than 2^64 bytes"));
+    CHECK_THROWS_WITH(parse_size("17179869184T"), Catch::Matchers::ContainsSubstring("more than 2^64 bytes"));
     CHECK_THROWS_AS(parse_size("99999999999T"), bardrive::Error);  // overflows 64 bits
     CHECK_THROWS_AS(parse_sizes("1G..4K"), bardrive::Error);       // backwards
     CHECK_THROWS_AS(parse_sizes("4K..1G:1"), bardrive::Error);

@@ -78,6 +78,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['bench', 'extra'], 2, 'unexpected argument')
     case(['bench', '--reps', '0'], 2, 'not a count')
     case(['bench', '--sizes', 'lots'], 2, 'lots')
+    case(['bench', '--sizes', '99999999999999999999999'], 2, 'more than 2^64 bytes')
     case(['bench', '--only', ''], 2, 'names no method')
     case(['bench', '--only', ',,,'], 2, 'names no method')
     case(['bench', '--only', 'ce,foo'], 2, ['--only foo', 'unknown method'])
