@@ -1,15 +1,37 @@
 #include "umem/host_pager.hpp"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <functional>
+#include <new>
 #include <thread>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace bardrive::umem {
 
 namespace {
 
+// The frames live in this process's memory: a pool larger than the machine is refused naming the fields, not
+// answered with std::bad_alloc (or, under a sanitizer, an abort).
 std::unique_ptr<std::byte[]> frame_pool(const Config& cfg) {
-    return std::make_unique<std::byte[]>(cfg.frames << check(cfg));
+    const std::uint64_t bytes = cfg.frames << check(cfg);
+    const std::string what = log::concat(cfg.frames, " frames of ", cfg.page_size, " B");
+    const char* fix = "give fewer frames: the pool is frames x page_size bytes of host memory";
+    const auto ram =
+        static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (bytes > ram)
+        throw Error(
+            "umem: configure pager", what,
+            log::concat("a frame pool of ", bytes, " bytes is more than this machine's memory (", ram, " bytes)"), fix);
+    try {
+        return std::make_unique<std::byte[]>(bytes);
+    } catch (const std::bad_alloc&) {
+        throw Error("umem: configure pager", what, log::concat("a frame pool of ", bytes, " bytes cannot be allocated"),
+                    fix);
+    }
 }
 
 }  // namespace

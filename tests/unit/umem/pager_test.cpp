@@ -75,6 +75,17 @@ TEST_CASE("an array size near 2^64 is refused, never a page count wrapped to 0")
     CHECK(page_count(c) == (std::uint64_t{1} << 32));
 }
 
+TEST_CASE("a frame pool larger than the machine is refused naming frames and page size, not std::bad_alloc") {
+    Config c = config(4, (std::uint64_t{1} << 28) - 2);  // fits the PTE's frame field
+    c.page_size = 2u << 20;                              // 512 TiB of frames
+    c.bytes = 4 * c.page_size;
+    std::vector<std::byte> data(4);
+    CHECK_THROWS_WITH(HostPager(c, data.data()),
+                      Catch::Matchers::ContainsSubstring("268435454 frames of 2097152 B") &&
+                          Catch::Matchers::ContainsSubstring("more than this machine's memory") &&
+                          Catch::Matchers::ContainsSubstring("give fewer frames"));
+}
+
 TEST_CASE("bad configurations are refused with a hint") {
     std::vector<std::uint64_t> d = numbered(4);
     Config c = config(4, 2);
