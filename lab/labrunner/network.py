@@ -21,20 +21,24 @@ TAP_MTU = 65521  # a tap's largest: jumbo frames (host_mtu=9000) cross the bridg
 
 # Runs as root of the run's network namespace, then becomes QEMU: sh -c SCRIPT lab-net NICS QUEUES QEMU-ARGV...
 _NAMESPACE_SCRIPT = r'''
-set -e
+fail() {
+    echo "lab: --queues: '$*' failed in the run's network namespace: the host needs tun and bridge in its kernel," \
+         "iproute2, and /dev/net/tun open to this user (root, or mode 0666 as Debian's udev makes it)" >&2
+    exit 1
+}
 nics=$1; shift 2
-echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6
-echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6
-ip link add br0 type bridge stp_state 0 mcast_snooping 0 group_fwd_mask 0xfff8
+echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 || fail disable IPv6
+echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 || fail disable IPv6
+ip link add br0 type bridge stp_state 0 mcast_snooping 0 group_fwd_mask 0xfff8 || fail ip link add br0 type bridge
 i=0
 while [ $i -lt $nics ]; do
-    ip tuntap add dev tap$i mode tap multi_queue
-    ip link set tap$i mtu %d master br0
-    ip link set tap$i type bridge_slave learning off flood on mcast_flood on
-    ip link set tap$i up
+    ip tuntap add dev tap$i mode tap multi_queue || fail ip tuntap add dev tap$i mode tap multi_queue
+    ip link set tap$i mtu %d master br0 || fail ip link set tap$i master br0
+    ip link set tap$i type bridge_slave learning off flood on mcast_flood on || fail bridge_slave learning off
+    ip link set tap$i up || fail ip link set tap$i up
     i=$((i + 1))
 done
-ip link set br0 up
+ip link set br0 up || fail ip link set br0 up
 exec "$@"
 ''' % TAP_MTU
 
