@@ -8,7 +8,8 @@
 namespace bardrive::dma {
 
 namespace {
-constexpr std::uint64_t first_usable = 4096;  // IOVA page 0 is never handed out
+constexpr std::uint64_t page = 4096;          // the IOMMU maps whole pages
+constexpr std::uint64_t first_usable = page;  // IOVA page 0 is never handed out
 
 std::string range_text(std::uint64_t iova, std::uint64_t size) {
     return log::concat("IOVA 0x", std::hex, iova, " size 0x", size);
@@ -31,9 +32,11 @@ IovaAllocator::IovaAllocator(const std::vector<vfio::IovaRange>& ranges) {
 }
 
 std::optional<std::uint64_t> IovaAllocator::try_allocate(std::uint64_t size, std::uint64_t align) {
-    if (size == 0 || align == 0 || (align & (align - 1)) != 0)
+    if (size == 0 || size % page != 0 || align == 0 || (align & (align - 1)) != 0)
         throw Error("allocate IOVA", log::concat("size 0x", std::hex, size, " align 0x", align),
-                    "size must be non-zero and align a power of two");
+                    "size must be a non-zero multiple of 4 KiB (the IOMMU maps whole pages) and align a power of two",
+                    "round the buffer up to whole pages (dma::Memory does)");
+    align = std::max(align, page);  // every IOVA is page-aligned; a finer alignment is met by that
     for (auto it = free_.begin(); it != free_.end(); ++it) {
         const auto [first, last] = *it;
         std::uint64_t start = (first + align - 1) & ~(align - 1);
@@ -59,6 +62,9 @@ std::uint64_t IovaAllocator::allocate(std::uint64_t size, std::uint64_t align) {
 
 void IovaAllocator::reserve(std::uint64_t iova, std::uint64_t size) {
     if (size == 0 || iova + size - 1 < iova) throw Error("reserve", range_text(iova, size), "empty or wrapping range");
+    if (iova % page != 0 || size % page != 0)
+        throw Error("reserve", range_text(iova, size), "not whole 4 KiB pages (the IOMMU maps whole pages)",
+                    "give a page-aligned IOVA and a multiple of 4 KiB");
     if (!in_ranges(iova, size) || iova < first_usable)
         throw Error("reserve", range_text(iova, size), "outside the domain's usable IOVA ranges");
     auto it = free_.upper_bound(iova);
@@ -75,8 +81,11 @@ void IovaAllocator::reserve(std::uint64_t iova, std::uint64_t size) {
 
 void IovaAllocator::free(std::uint64_t iova, std::uint64_t size) {
     auto u = used_.find(iova);
-    if (u == used_.end() || u->second != size)
+    if (u == used_.end())
         throw Error("free", range_text(iova, size), "not a range this allocator handed out (double free?)");
+    if (u->second != size)
+        throw Error("free", range_text(iova, size), log::concat("it was handed out with size 0x", std::hex, u->second),
+                    "free exactly the size allocate() or reserve() took");
     used_.erase(u);
     std::uint64_t first = iova, last = iova + size - 1;
     // Coalesce with the neighbours when they touch (and lie in the same usable range: they always

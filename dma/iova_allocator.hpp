@@ -12,10 +12,11 @@ namespace bardrive::dma {
 
 // First-fit allocator over a set of inclusive ranges (vfio::Domain::iova_ranges()), with
 // power-of-two alignment, no overlap, and free + coalesce so freed space is reused.
-// IOVA 0 is never handed out (a zero IOVA in a descriptor is almost always a bug).
-// allocate()/reserve()/free() throw bardrive::Error on bad input (unaligned, outside the ranges,
-// double free); try_allocate() returns nullopt when nothing fits. Set-up path (it allocates);
-// not thread-safe.
+// IOVA 0 is never handed out (a zero IOVA in a descriptor is almost always a bug). Sizes and reserved
+// IOVAs are whole 4 KiB pages (what the IOMMU maps); every IOVA handed out is page-aligned.
+// allocate()/reserve()/free() throw bardrive::Error on bad input (not whole pages, outside the ranges,
+// double free, a size other than the one handed out); try_allocate() returns nullopt when nothing fits. Set-up path (it
+// allocates); not thread-safe.
 class IovaAllocator {
 public:
     IovaAllocator() = default;
