@@ -643,7 +643,7 @@ Clock::time_point receive_loop(nic::Igb& b, std::uint32_t batch, Run& run, const
 // fewest of kFillRounds rounds (a timer interrupt that lands in a poll counts there). -1 when not counting.
 double filled_ring_insns(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch) {
     constexpr std::uint64_t kFill = 448;  // 7 x 64, below the 512-descriptor ring, a multiple of pktgen's burst
-    constexpr int kFillRounds = 3;
+    constexpr int kFillRounds = 7;
     double best = -1;
     for (int round = 0; round < kFillRounds && insn_counter.available(); ++round) {
         const std::uint64_t tx0 = bench::if_counter(a.name, "tx_packets");
