@@ -219,6 +219,15 @@ PublishedStats read_published_stats(const std::string& path, bool allow_stale) {
         memchr(f->driver, 0, sizeof f->driver) == nullptr) {
         throw bad("malformed header (owner pid or names out of range)", fix_remove);
     }
+    // The names reach terminals: printable ASCII only (an escape sequence in a crafted file would drive the
+    // reader's terminal). A driver writes names like "igb" and "0000:01:00.0".
+    for (const char* name : {f->bdf, f->driver})
+        for (const char* c = name; *c != '\0'; ++c)
+            if (*c < 0x20 || *c > 0x7e)
+                throw bad(log::concat("malformed header: the ", name == f->bdf ? "address" : "driver name",
+                                      " holds byte 0x", std::hex, static_cast<unsigned>(static_cast<unsigned char>(*c)),
+                                      ", not printable ASCII"),
+                          fix_remove);
 
     PublishedStats out;
     out.bdf = text_field(f->bdf);

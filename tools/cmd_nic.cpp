@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "nic/stats_file.hpp"
 #include "pci/bdf.hpp"
 #include "tools/args.hpp"
@@ -81,20 +83,17 @@ double age_s(const nic::PublishedStats& p) {
     return (static_cast<double>(now.count()) - static_cast<double>(p.updated_unix_ns)) / 1e9;
 }
 
-// Text from a file others can write, for a terminal: printable ASCII only (an escape sequence in a driver
-// name would otherwise reach the terminal), each other byte shown as '?'.
-std::string printable(const std::string& s) {
-    std::string out = s;
-    for (char& c : out) c = (c >= 0x20 && c < 0x7f) ? c : '?';
-    return out;
-}
-
-// Human output; `prev` (with --watch) adds packet rates over `dt` seconds.
+// Human output; `prev` (with --watch) adds packet rates over `dt` seconds. The reader has refused names that
+// are not printable ASCII, so they are safe for a terminal.
 void print_table(const nic::PublishedStats& p, const nic::PublishedStats* prev, double dt) {
     const nic::StatsSnapshot& s = p.stats;
-    std::printf("%s %s, owner pid %lld%s, updated %.1f s ago (publish %llu)\n", printable(p.bdf).c_str(),
-                printable(p.driver).c_str(), static_cast<long long>(p.owner_pid),
-                p.owner_alive ? "" : " (GONE: stale numbers)", age_s(p), static_cast<unsigned long long>(p.publishes));
+    const double age = age_s(p);
+    const std::string updated = age >= -1 ? log::concat("updated ", std::fixed, std::setprecision(1), age, " s ago")
+                                          : log::concat("updated ", std::fixed, std::setprecision(1), -age,
+                                                        " s in the future (the owner's clock, or the file, is wrong)");
+    std::printf("%s %s, owner pid %lld%s, %s (publish %llu)\n", p.bdf.c_str(), p.driver.c_str(),
+                static_cast<long long>(p.owner_pid), p.owner_alive ? "" : " (GONE: stale numbers)", updated.c_str(),
+                static_cast<unsigned long long>(p.publishes));
     if (s.link_up && s.speed_mbps == 0) {  // virtio-net reports no speed
         std::printf("link: up (speed not reported), %llu changes\n", static_cast<unsigned long long>(s.link_changes));
     } else if (s.link_up) {
@@ -188,8 +187,7 @@ int run_stats(const CommandArgs& argv) {
     for (long n = 1;; ++n) {
         nic::PublishedStats p = nic::read_published_stats(path, stale);
         if (p.bdf != bdf.str()) {
-            throw Error("read NIC statistics", path,
-                        "the file is " + bounded(printable(p.bdf)) + "'s, not " + bdf.str() + "'s",
+            throw Error("read NIC statistics", path, "the file is " + p.bdf + "'s, not " + bdf.str() + "'s",
                         "remove it; the owner of " + bdf.str() + " publishes its own when it runs");
         }
         if (json) {

@@ -184,6 +184,17 @@ TEST_CASE("stats file: malformed files are refused with what is wrong") {
         spit(p, b);
         require_error(p, "malformed header");
     }
+    SECTION("names that are not printable ASCII: refused, never printed to a terminal") {
+        auto b = good;
+        const char esc[] = "\x1b]0;PWN\x07\x1b[2J";
+        std::memcpy(b.data() + offsetof(nic::StatsFileLayout, driver), esc, sizeof esc);
+        spit(p, b);
+        require_error(p, "the driver name holds byte 0x1b, not printable ASCII");
+        b = good;
+        b[offsetof(nic::StatsFileLayout, bdf) + 2] = static_cast<char>(0xc3);
+        spit(p, b);
+        require_error(p, "the address holds byte 0xc3");
+    }
     SECTION("an owner that never finishes writing") {
         auto b = good;
         patch<std::uint64_t>(b, offsetof(nic::StatsFileLayout, seq), 3);
