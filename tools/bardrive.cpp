@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "core/error.hpp"
 #include "tools/args.hpp"
@@ -18,7 +19,10 @@ int run_nic(const CommandArgs&);     // cmd_nic.cpp
 
 namespace {
 
-int run_version(const CommandArgs&) {
+int run_version(const CommandArgs& args) {
+    if (!args.empty())
+        throw UsageError("bardrive version", bounded(args.front()), "unexpected argument",
+                         "run 'bardrive version' alone");
     std::printf("bardrive %s\n", BARDRIVE_VERSION);
     return 0;
 }
@@ -36,7 +40,14 @@ const Command commands[] = {
     {"bench", "bandwidth and latency across host, GPUs, BAR windows and NICs", run_bench},
 };
 
-int run_help(const CommandArgs&) {
+int run_help(const CommandArgs& args) {
+    if (!args.empty()) {  // help COMMAND: that command's own help
+        if (args.size() == 1)
+            for (const auto& c : commands)
+                if (args[0] == c.name && c.run != run_help) return c.run({"--help"});
+        throw UsageError("bardrive help", bounded(args.front()),
+                         args.size() == 1 ? "no such command" : "one command at most", "'bardrive help' lists them");
+    }
     std::printf("usage: bardrive COMMAND [ARGS...]   ('bardrive COMMAND --help' for one command)\n\ncommands:\n");
     for (const auto& c : commands) std::printf("  %-10s %s\n", c.name, c.summary);
     return 0;
@@ -44,6 +55,12 @@ int run_help(const CommandArgs&) {
 
 }  // namespace
 }  // namespace bardrive::tools
+
+// An error's text without a leading "bardrive NAME" (its operation), which main's own prefix already says.
+static const char* without_prefix(const char* what, const char* name) {
+    const std::string prefix = std::string("bardrive ") + name + " ";
+    return std::strncmp(what, prefix.c_str(), prefix.size()) == 0 ? what + prefix.size() : what;
+}
 
 int main(int argc, char** argv) {
     using namespace bardrive::tools;
@@ -63,10 +80,10 @@ int main(int argc, char** argv) {
             }
             return rc;
         } catch (const UsageError& e) {
-            std::fprintf(stderr, "bardrive %s: error: %s\n", name, e.what());
+            std::fprintf(stderr, "bardrive %s: error: %s\n", name, without_prefix(e.what(), name));
             return 2;
         } catch (const bardrive::Error& e) {
-            std::fprintf(stderr, "bardrive %s: error: %s\n", name, e.what());
+            std::fprintf(stderr, "bardrive %s: error: %s\n", name, without_prefix(e.what(), name));
             return 1;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "bardrive %s: internal error: %s\n", name, e.what());

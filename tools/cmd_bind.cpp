@@ -81,7 +81,12 @@ int run_bind(const CommandArgs& argv) {
         return 0;
     }
     vfio::Sysfs sys(args.value("sysfs").value_or("/sys"));
-    if (args.has("list")) return list(sys, options(args));
+    if (args.has("list")) {
+        if (!args.positional().empty())  // it lists every device; a BDF here was once silently ignored
+            throw UsageError("bardrive bind", "--list " + bounded(args.positional().front()), "--list takes no device",
+                             "run 'bardrive bind --list' alone (it lists every device), or bind without --list");
+        return list(sys, options(args));
+    }
     for (const auto& line : vfio::bind(sys, parse_bdfs(args, bind_usage), options(args)))
         std::printf("%s\n", line.c_str());
     return 0;

@@ -43,7 +43,14 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
 
     # Bad usage: exit 2 in every subcommand.
     case(['topo', '--json=1'], 2, '--json takes no value')
-    case(['topo', '--bogus'], 2, ['--bogus', 'unknown option'])
+    case(['topo', '--bogus'], 2, 'bardrive topo: error: --bogus: unknown option')  # the command named once
+    case(['help', 'nosuch'], 2, 'no such command')
+    case(['version', '--bogus'], 2, 'unexpected argument')
+    case(['bind', '--list', '0000:99:00.0'], 2, '--list takes no device')
+    p = subprocess.run([cli, 'help', 'topo'], capture_output=True, text=True, timeout=20)
+    ran += 1
+    if p.returncode != 0 or not p.stdout.startswith('usage: bardrive topo'):
+        failures.append(f'help topo: exit {p.returncode}, not topo\'s help:\n{p.stdout[:200]}')
     case(['bind', '--force=yes'], 2, '--force takes no value')
     case(['nic', 'stats', 'zz'], 2, ['is not a PCI address', '0000:01:00.0'])
     case(['nic', 'stats', '0000:01:00.0', '--watch', '--interval', 'inf'], 2, 'is not 0.01 to 86400 seconds')
