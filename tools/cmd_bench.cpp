@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -48,15 +49,19 @@ const char* usage =
 
 // Opened before the run, so a path that cannot be written fails in a second, not after the sweep.
 std::ofstream open_output(const std::string& path) {
+    errno = 0;
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("open", path, "could not create the file", "check the directory exists and is writable");
+    if (!f)  // open(2)'s errno says which: no such folder, a directory, no permission
+        throw Error::from_errno("create", path, errno ? errno : EIO,
+                                "give a file in a folder that exists and is writable");
     return f;
 }
 
 void write_file(std::ofstream& f, const std::string& path, const std::string& text) {
+    errno = 0;
     f << text;
     f.flush();
-    if (!f) throw Error("write", path, "could not write the file", "check the disk is not full");
+    if (!f) throw Error::from_errno("write", path, errno ? errno : EIO, "check the disk is not full");
 }
 
 std::vector<std::string> split(const std::string& s) {

@@ -83,6 +83,9 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['bind', '0000:99:00.0', '--sysfs', d], 1, ['0000:99:00.0', 'no such PCI device'])  # not "modprobe"
     case(['unbind', '0' * 300], 2, ["'" + '0' * 64 + "...'"])
     case(['bench', 'extra'], 2, 'unexpected argument')
+    case(['bench', '--json', d], 1, [d, 'Is a directory'])
+    case(['bench', '--svg', os.path.join(d, 'no', 'such', 'x.svg')], 1, 'No such file or directory')
+    case(['bench', '--json', '/dev/full'], 1, ['/dev/full', 'No space left on device'])
     case(['bench', '--reps', '0'], 2, 'not a count')
     case(['bench', '--sizes', 'lots'], 2, 'lots')
     case(['bench', '--sizes', '99999999999999999999999'], 2, 'more than 2^64 bytes')
