@@ -232,6 +232,15 @@ PublishedStats read_published_stats(const std::string& path, bool allow_stale) {
     PublishedStats out;
     out.bdf = text_field(f->bdf);
     out.driver = text_field(f->driver);
+    // A file named for one device (stats_file_path's nic-BDF.stats) holds that device's numbers: a copy under
+    // another device's name was shown as that device's.
+    const std::string base = path.substr(path.rfind('/') + 1);  // npos + 1 == 0: the whole path
+    if (base.size() > 10 && base.rfind("nic-", 0) == 0 && base.compare(base.size() - 6, 6, ".stats") == 0) {
+        const std::string named = base.substr(4, base.size() - 10);
+        if (named != out.bdf)
+            throw bad("the file is " + out.bdf + "'s, not " + named + "'s",
+                      "remove it; the owner of " + named + " publishes its own when it runs");
+    }
     out.owner_pid = static_cast<std::int64_t>(f->owner_pid);
     Body b{};
     bool consistent = false;

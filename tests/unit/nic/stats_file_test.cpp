@@ -195,6 +195,12 @@ TEST_CASE("stats file: malformed files are refused with what is wrong") {
         spit(p, b);
         require_error(p, "the address holds byte 0xc3");
     }
+    SECTION("a file of another device under this device's name") {
+        const std::string other = d.path + "/nic-0000:99:00.0.stats";
+        spit(other, good);
+        require_error(other, "the file is " + kBdf.str() + "'s, not 0000:99:00.0's");
+        ::unlink(other.c_str());
+    }
     SECTION("an owner that never finishes writing") {
         auto b = good;
         patch<std::uint64_t>(b, offsetof(nic::StatsFileLayout, seq), 3);
