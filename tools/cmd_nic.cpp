@@ -27,11 +27,12 @@ const char* usage =
     "DIR/nic-BDF.stats; the numbers are as fresh as its last publish, shown as 'updated').\n"
     "  --json         one JSON object (with --watch: one per line)\n"
     "  --watch        print again every --interval seconds (default 1), with rates, until --count prints or ^C\n"
-    "  --interval S   seconds between prints with --watch (decimals allowed)\n"
-    "  --count N      with --watch: stop after N prints\n"
+    "  --interval S   seconds between prints with --watch, 0.01 to 86400 (decimals allowed)\n"
+    "  --count N      with --watch: stop after N prints (1 to 1000000000)\n"
     "  --stale        show the last numbers even when the owner is gone\n"
     "  --dir DIR      where owners publish (default $BARDRIVE_STATS_DIR, else /run/bardrive)\n"
-    "Exit status: 0 shown, 1 nothing to show (nobody publishes the BDF, owner gone, malformed file), 2 bad usage.\n";
+    "Exit status: 0 shown, 1 nothing to show (nobody publishes the BDF, owner gone, malformed file, output\n"
+    "not written), 2 bad usage.\n";
 
 nlohmann::json queue_json(const nic::QueueStats& q, bool rx) {
     nlohmann::json j{
