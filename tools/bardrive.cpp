@@ -90,6 +90,6 @@ int main(int argc, char** argv) {
             return 1;  // 2 is bad usage; this is a bug to report
         }
     }
-    std::fprintf(stderr, "bardrive: unknown command '%s'; 'bardrive help' lists them\n", name);
+    std::fprintf(stderr, "bardrive: unknown command '%s'; 'bardrive help' lists them\n", bounded(name).c_str());
     return 2;
 }

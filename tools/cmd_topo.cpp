@@ -572,7 +572,10 @@ int run_topo(const CommandArgs& argv) {
         for (auto a : devs)
             for (auto b : devs)
                 if (a != b) print_report(t, judge_p2p(t, a, b));
-        if (devs.size() < 2) std::printf("fewer than two devices to pair (try --all)\n");
+        if (devs.size() < 2)
+            std::printf("fewer than two devices to pair%s\n", args.has("all") || args.has("device") || filtered(args)
+                                                                  ? " (fewer filters, or other devices, may give more)"
+                                                                  : " (try --all)");
         print_warnings(t);
         return 0;
     }

@@ -58,6 +58,10 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '1e30'], 2, 'is not a whole number')
     case(['nic', 'stats', '0000:01:00.0', '--watch', '--count', '-1'], 2, 'is not a whole number')
     case(['nosuch'], 2, "unknown command 'nosuch'")
+    case(['x' * 100000], 2, "unknown command '" + 'x' * 64 + "...'")
+    p = subprocess.run([cli, 'x' * 100000], capture_output=True, text=True, timeout=20)
+    if len(p.stderr) > 300:
+        failures.append(f'an unknown command of 100000 characters is echoed in {len(p.stderr)} bytes')
     case(['topo', 'frob'], 2, 'unknown mode')
     case(['topo', '-h'], 0, '')
     case(['topo', '--sysfs', snapshot, 'show', 'zz'], 2, 'not a PCI address')
@@ -68,6 +72,11 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['topo', '--sysfs', snapshot, '--vendor', ''], 2, '--vendor')
     case(['topo', '--sysfs', snapshot, '--vendor', 'nosuchvendor'], 0, 'no device of the 23 matches --vendor nosuchvendor')
     case(['topo', '--sysfs', snapshot, '--json', '--dot'], 2, 'give at most one of them')
+    p = subprocess.run([cli, 'topo', '--sysfs', snapshot, 'p2p', '--all', '--device', '1a:00.0'], capture_output=True,
+                       text=True, timeout=20)
+    ran += 1
+    if p.returncode != 0 or 'fewer than two devices to pair' not in p.stdout or 'try --all' in p.stdout:
+        failures.append(f'p2p of one device asked with --all: exit {p.returncode}, told {p.stdout!r}')
     case(['topo', '--sysfs', snapshot, '--hwloc-xml', snapshot], 2, 'give one source')
     case(['topo', 'snapshot'], 2, 'usage: bardrive topo snapshot FILE [--sysfs DIR])')
     p = subprocess.run([cli, 'topo', 'snapshot'], capture_output=True, text=True, timeout=20)
