@@ -27,6 +27,8 @@ public:
     virtual std::optional<std::string> link(const std::string& path) = 0;              // readlink target
     virtual std::optional<std::vector<std::string>> list(const std::string& dir) = 0;  // names, sorted
     virtual std::string describe() const = 0;  // for messages: "/sys", "snapshot FILE"
+    // `path` for messages: the file actually read where that differs (a copied tree's own path).
+    virtual std::string where(const std::string& path) const { return path; }
 };
 
 // The running system. `sysfs_root` replaces "/sys" (a copied tree), `proc_root` replaces "/proc".
@@ -40,6 +42,7 @@ public:
     std::optional<std::string> link(const std::string& path) override;
     std::optional<std::vector<std::string>> list(const std::string& dir) override;
     std::string describe() const override;
+    std::string where(const std::string& path) const override { return map(path); }
 
 private:
     std::string map(const std::string& path) const;

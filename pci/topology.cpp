@@ -334,6 +334,7 @@ Topology read_topology(Source& src) {
             continue;
         }
         const std::string dir = std::string(devices_dir) + "/" + name + "/";
+        const std::string shown = src.where(dir);  // in warnings: the folder actually read
         Device d;
         d.bdf = *bdf;
         Pending p;
@@ -379,12 +380,12 @@ Topology read_topology(Source& src) {
         });
         if (config_readable) {
             d.config_bytes = cfg.size;
-            for (const auto& w : cfg.warnings) d.warnings.push_back(dir + "config: " + w);
+            for (const auto& w : cfg.warnings) d.warnings.push_back(shown + "config: " + w);
             d.caps_unread = cfg.size < 256 && cfg.has_cap_list;
             short_config += d.caps_unread;
         } else {
             cfg = ConfigInfo{};
-            d.warnings.push_back(dir + "config: not readable; IDs and class from sysfs attributes only");
+            d.warnings.push_back(shown + "config: not readable; IDs and class from sysfs attributes only");
         }
         d.vendor_id = cfg.vendor_id;
         d.device_id = cfg.device_id;
@@ -407,7 +408,7 @@ Topology read_topology(Source& src) {
             if (!v) return;
             auto n = parse_u64(*v, 16);
             if (!n || *n > max) {
-                d.warnings.push_back(dir + attr + ": cannot parse '" + log::bounded(*v) + "'");
+                d.warnings.push_back(shown + attr + ": cannot parse '" + log::bounded(*v) + "'");
                 return;
             }
             field = static_cast<std::remove_reference_t<decltype(field)>>(*n);
@@ -418,7 +419,7 @@ Topology read_topology(Source& src) {
         hex_attr("subsystem_device", d.subsystem_id, 0xffff);
         hex_attr("class", d.class_code, 0xffffff);
         if (d.vendor_id == 0xffff)
-            d.warnings.push_back(dir + ": vendor ID unknown (neither config nor vendor readable)");
+            d.warnings.push_back(shown + ": vendor ID unknown (neither config nor vendor readable)");
         // A bridge is class 06 04 / 06 09 even when the header type could not be read.
         if ((d.class_code >> 8) == 0x0604 || (d.class_code >> 8) == 0x0609) d.is_bridge = true;
         std::uint8_t base = d.base_class();
@@ -431,7 +432,7 @@ Topology read_topology(Source& src) {
                 for (const auto& rb : cfg.rebar)
                     if (rb.bar == b.index) b.resizable_sizes = rb.supported_sizes;
         } else {
-            d.warnings.push_back(dir + "resource: not readable; BARs unknown");
+            d.warnings.push_back(shown + "resource: not readable; BARs unknown");
         }
         if (auto v = src.link(dir + "driver")) d.driver = basename_of(*v);
         if (auto v = src.link(dir + "iommu_group")) {
@@ -439,14 +440,14 @@ Topology read_topology(Source& src) {
             if (auto g = parse_int(name); g && *g >= 0)
                 d.iommu_group = *g;
             else
-                d.warnings.push_back(dir + "iommu_group: '" + log::bounded(name) +
+                d.warnings.push_back(shown + "iommu_group: '" + log::bounded(name) +
                                      "' is not a group number; group unknown");
         }
         if (auto v = src.text(dir + "numa_node")) {
             if (auto n = parse_int(*v))
                 d.numa_node = *n;
             else
-                d.warnings.push_back(dir + "numa_node: cannot parse '" + log::bounded(*v) + "'");
+                d.warnings.push_back(shown + "numa_node: cannot parse '" + log::bounded(*v) + "'");
         }
         if (auto v = src.text(dir + "local_cpulist")) d.local_cpus = *v;
 
