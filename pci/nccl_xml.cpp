@@ -143,7 +143,7 @@ private:
             if (auto n = parse_int(*v))
                 numa = *n;
             else
-                warn(cpu, "numaid '" + log::bounded(*v) + "' is not a number; NUMA node unknown");
+                warn(cpu, "numaid '" + log::bounded(*v) + "' is not a NUMA node number (0 or more); NUMA node unknown");
         } else {
             warn(cpu, "has no numaid; NUMA node unknown");
         }
@@ -327,6 +327,10 @@ private:
         p.link.links = static_cast<unsigned>(*links);
         auto target = attr(n, "target");
         if (target) p.link.peer = Bdf::try_parse(*target);
+        if (p.link.peer == gpu) {  // said, not dropped silently: nvlinks_between() never pairs a GPU with itself
+            warn(n, "targets its own GPU " + gpu.str() + "; ignored");
+            return;
+        }
         if (auto tc = attr(n, "tclass")) {
             auto c = parse_hex(*tc, 0xffffff);
             if (!c)

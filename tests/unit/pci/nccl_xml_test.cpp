@@ -330,6 +330,7 @@ TEST_CASE("NCCL XML that is not well-formed or not NCCL's is an error naming fil
 
 TEST_CASE("odd NCCL XML elements and attributes are warnings naming the element", "[pci][nccl][bad-input]") {
     auto t = parse_nccl_xml(R"(<system version="2">
+  <cpu numaid="-7"/>
   <cpu affinity="zz" familyid="x">
     <pci class="0x060400">
       <pci busid="0000:02:00.0" class="0x030200"><gpu dev="0"/></pci>
@@ -339,6 +340,7 @@ TEST_CASE("odd NCCL XML elements and attributes are warnings naming the element"
         <nvlink target="0000:04:00.0" count="many" tclass="0x030200"/>
         <nvlink target="0000:04:00.0" count="2" tclass="0x0c0330"/>
         <nvlink target="0000:09:00.0" count="1"/>
+        <nvlink target="0000:03:00.0" count="4"/>
       </gpu>
       <blink/>
     </pci>
@@ -354,22 +356,24 @@ TEST_CASE("odd NCCL XML elements and attributes are warnings naming the element"
     INFO(w);
     CHECK(t.devices.size() == 2);  // 03:00.0 and 04:00.0; the <pci> without busid is dropped with its child
     CHECK(w.find("odd.xml line 1: <system> version '2'") != std::string::npos);
-    CHECK(w.find("odd.xml line 2: <cpu> has no numaid") != std::string::npos);
+    CHECK(w.find("odd.xml line 3: <cpu> has no numaid") != std::string::npos);
     CHECK(w.find("affinity 'zz' is not a CPU mask") != std::string::npos);
     CHECK(w.find("familyid 'x' is not a number") != std::string::npos);
-    CHECK(w.find("odd.xml line 3: <pci> has no busid; ignored with the 1 <pci> elements below it") !=
+    CHECK(w.find("odd.xml line 4: <pci> has no busid; ignored with the 1 <pci> elements below it") !=
           std::string::npos);
     CHECK(w.find("class '0x03zz' is not a hex class code") != std::string::npos);
     CHECK(w.find("vendor '0x1234567' is not a 16-bit hex ID") != std::string::npos);
     CHECK(w.find("link_speed 'fast'") != std::string::npos);
     CHECK(w.find("<gpu> dev '-1' is not a CUDA device index") != std::string::npos);
-    CHECK(w.find("line 8: <nvlink> count 'many'") != std::string::npos);
-    CHECK(w.find("line 9: <nvlink> target class 0x0c0330 is neither") != std::string::npos);
-    CHECK(w.find("line 10: <nvlink> has no tclass and its target is not in this file") != std::string::npos);
+    CHECK(w.find("line 9: <nvlink> count 'many'") != std::string::npos);
+    CHECK(w.find("line 10: <nvlink> target class 0x0c0330 is neither") != std::string::npos);
+    CHECK(w.find("line 11: <nvlink> has no tclass and its target is not in this file") != std::string::npos);
     CHECK(w.find("<blink> is not expected inside <pci>") != std::string::npos);
+    CHECK(w.find("numaid '-7' is not a NUMA node number (0 or more)") != std::string::npos);
+    CHECK(w.find("line 12: <nvlink> targets its own GPU 0000:03:00.0; ignored") != std::string::npos);
     CHECK(w.find("busid 0000:03:00.0 appears twice") != std::string::npos);
     CHECK(w.find("<net> name 'eth0' hangs from the CPU") != std::string::npos);
-    CHECK(w.find("line 18: <gpu> is not expected inside <system>") != std::string::npos);
+    CHECK(w.find("line 20: <gpu> is not expected inside <system>") != std::string::npos);
     const auto& d = t.devices[idx(t, "0000:03:00.0")];
     CHECK(d.vendor_id == 0xffff);
     CHECK_FALSE(d.link);
