@@ -2,7 +2,9 @@
 """Replays bad inputs to the bardrive CLI with the exit status and message each must get (issue 24's sweep,
 ../shared/docs/bad-input-sweep.md, kept so the next sweep starts from it). The contract: 0 success, 1 an error,
 2 bad usage; every message names what is wrong; nothing hangs (each run has a 20 s limit); standard output that
-cannot be written is an error, never exit 0.
+cannot be written is an error, never exit 0. Each group names the sweep's rows it replays (row N); the
+library-level rows live in the unit tests of their layer (umem::check: unit-umem; IovaAllocator: unit-dma; the
+statistics file's reader: unit-nic; vfio::Domain's overlap check: unit-vfio), the quadratic NCCL file in cli_test.
 usage: bad_input_test.py BARDRIVE FIXTURES_DIR"""
 import os
 import subprocess
@@ -14,6 +16,11 @@ failures = []
 ran = 0
 
 
+def shown(args):
+    """The command line for a failure message, each argument cut to 80 characters."""
+    return 'bardrive ' + ' '.join(a if len(a) <= 80 else a[:80] + '...' for a in args)
+
+
 def case(args, rc, message, stdout=None, env=None):
     """Runs bardrive ARGS; its status must be rc and its stderr must hold every part of message."""
     global ran
@@ -23,25 +30,27 @@ def case(args, rc, message, stdout=None, env=None):
         p = subprocess.run([cli, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=20,
                            env=dict(os.environ, **(env or {})))
     except subprocess.TimeoutExpired:
-        failures.append(f'bardrive {" ".join(args)}: still running after 20 s')
+        failures.append(f'{shown(args)}: still running after 20 s')
         return
     if p.returncode != rc:
-        failures.append(f'bardrive {" ".join(args)}: exit {p.returncode}, expected {rc}\n{p.stderr}')
+        failures.append(f'{shown(args)}: exit {p.returncode}, expected {rc}\n{p.stderr[-2000:]}')
     for part in ([message] if isinstance(message, str) else message):
         if part not in p.stderr:
-            failures.append(f'bardrive {" ".join(args)}: stderr lacks {part!r}:\n{p.stderr}')
+            failures.append(f'{shown(args)}: stderr lacks {part[:200]!r}:\n{p.stderr[-2000:]}')
 
 
 snapshot = os.path.join(fixtures, 'dual-socket.snapshot')
 with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
-    # Output that cannot be written (a full disk): an error, never a silent exit 0.
+    # Output that cannot be written (a full disk): an error, never a silent exit 0 (rows 39, 77).
     for args in (['topo', '--sysfs', snapshot], ['topo', '--sysfs', snapshot, '--json'],
                  ['topo', '--sysfs', snapshot, '--matrix'], ['topo', '--sysfs', snapshot, '--dot'],
                  ['topo', '--sysfs', snapshot, 'p2p', '--all'], ['topo', '--sysfs', snapshot, 'show', '1a:00.0'],
                  ['help'], ['topo', '--help'], ['version'], ['bench', '--json', '-'], ['nic', 'stats', '--help']):
         case(args, 1, 'writing standard output failed', stdout=full)
 
-    # Bad usage: exit 2 in every subcommand.
+    # Bad usage: exit 2 in every subcommand, the command named once, input echoed to 64 characters (rows 3, 5,
+    # 45-47, 60-61, 72-74, 78, 83-84, 88-89, 94-100, 103-104); absent devices and paths that cannot be used are
+    # errors, exit 1 (rows 75, 80, 82, 85, 9).
     case(['topo', '--json=1'], 2, '--json takes no value')
     case(['topo', '--bogus'], 2, 'bardrive topo: error: --bogus: unknown option')  # the command named once
     case(['help', 'nosuch'], 2, 'no such command')
@@ -70,7 +79,8 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['topo', '--sysfs', snapshot, '--matrix', '--device', 'zz'], 2, 'not a PCI address')
     case(['topo', '--sysfs', snapshot, '--class', 'zzz'], 2, ['--class zzz', 'not a kind of device', 'gpu, nic'])
     case(['topo', '--sysfs', snapshot, '--vendor', ''], 2, '--vendor')
-    case(['topo', '--sysfs', snapshot, '--vendor', 'nosuchvendor'], 0, 'no device of the 23 matches --vendor nosuchvendor')
+    case(['topo', '--sysfs', snapshot, '--vendor', 'nosuchvendor'], 0,
+         'no device of the 23 matches --vendor nosuchvendor')
     case(['topo', '--sysfs', snapshot, '--json', '--dot'], 2, 'give at most one of them')
     p = subprocess.run([cli, 'topo', '--sysfs', snapshot, 'p2p', '--all', '--device', '1a:00.0'], capture_output=True,
                        text=True, timeout=20)
@@ -105,7 +115,8 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
          ['--nics 0000:99:00.0', 'no such PCI device'])
     case(['bench', '--only', 'mmio-wc', '--quiet'], 1, 'asked for but could not run here: mmio-wc')
 
-    # A snapshot value of 10 MB: the warning shows its start, not all of it. An address listed twice: one device.
+    # A snapshot value of 10 MB: the warning shows its start, not all of it (row 21). An address listed twice: one
+    # device (rows 24, 41).
     with open(snapshot) as f:
         text = f.read()
     big_class = os.path.join(d, 'big-class.snapshot')
@@ -129,7 +140,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     if '0000:1a:00.0 -> 0000:1a:00.0' in p.stdout:
         failures.append('a device listed twice is paired with itself')
 
-    # A FIFO in place of a statistics file: refused at once, not waited on.
+    # A FIFO or a directory in place of a statistics file: refused at once, not waited on (rows 55, 56).
     fifo = os.path.join(d, 'nic-0000:01:00.0.stats')
     os.mkfifo(fifo)
     case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'it is a FIFO')
@@ -139,12 +150,13 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     os.rmdir(fifo)
     case(['nic', 'stats', '0000:01:00.0', '--dir', d], 1, 'nobody publishes statistics there')
 
-    # An empty folder given as a copied /sys: the path looked for in it, not /sys and "is sysfs mounted?".
+    # An empty folder given as a copied /sys: the path looked for in it, not /sys and "is sysfs mounted?" (row 16).
     empty = os.path.join(d, 'empty')
     os.mkdir(empty)
     case(['topo', '--sysfs', empty], 1, [f'no {empty}/bus/pci/devices in it', 'copy of a whole /sys folder'])
 
-    # A copied sysfs folder whose attributes are FIFOs: each is unreadable at once (a warning), never waited on.
+    # A copied sysfs folder whose attributes are FIFOs: each is unreadable at once (a warning), never waited on
+    # (rows 120, 121).
     copied = os.path.join(d, 'copied-sys')
     fn = os.path.join(copied, 'devices/pci0000:00/0000:00:00.0')
     os.makedirs(fn)
@@ -158,7 +170,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     case(['topo', '--sysfs', copied], 0, [f'{copied}/bus/pci/devices/0000:00:00.0/config: not readable',
                                           'resource: not readable'])  # the path in the folder, not /sys/...
 
-    # An hwloc XML with an internal DTD subset: read by hwloc's own parser (its libxml2 backend crashes).
+    # An hwloc XML with an internal DTD subset: read by hwloc's own parser (its libxml2 backend crashes; rows 34, 123).
     dtd = os.path.join(d, 'dtd.xml')
     with open(dtd, 'w') as f:
         f.write('<?xml version="1.0"?>\n<!DOCTYPE topology [ ]>\n<topology version="2.0">\n'
@@ -172,7 +184,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
     for env in ({}, {'HWLOC_LIBXML': '1'}, {'HWLOC_LIBXML_IMPORT': '1'}, {'HWLOC_NO_LIBXML_IMPORT': '0'}):
         case(['topo', '--hwloc-xml', dtd], 0, '', env=env)
 
-    # lspci -tv text past 1 MiB is read whole (the last host bridge keeps its device); past 16 MiB refused.
+    # lspci -tv text past 1 MiB is read whole (the last host bridge keeps its device); past 16 MiB refused (row 40).
     big = os.path.join(d, 'big-lspci-tv.txt')
     with open(big, 'w') as f:
         f.write('-+-[0000:00]-+-00.0  Filler host bridge ' + 'x' * 60 + '\n')
@@ -190,7 +202,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
         f.truncate((16 << 20) + 1)
     case(['topo', '--lspci-tv', huge], 1, 'more than 16 MiB')
 
-    # unbind --restore with a remembered driver that is a path: refused, nothing written outside sysfs.
+    # unbind --restore with a remembered driver that is a path: refused, nothing written outside sysfs (row 90).
     sysfs = os.path.join(d, 'sys')
     dev = os.path.join(sysfs, 'devices/pci0000:00/0000:99:00.0')
     os.makedirs(dev)
@@ -214,7 +226,7 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
         if f.read() != 'untouched':
             failures.append('unbind --restore wrote through a remembered path')
 
-    # An IOMMU group link past 32 bits: an error naming it (was group 0, or "internal error: stoul").
+    # An IOMMU group link past 32 bits: an error naming it (was group 0, or "internal error: stoul"; rows 92, 93).
     os.symlink('../../../kernel/iommu_groups/99999999999999999999999', os.path.join(dev, 'iommu_group'))
     case(['bind', '--list', '--sysfs', sysfs], 1, ['0000:99:00.0', "names '99999999999999999999999'"])
 
