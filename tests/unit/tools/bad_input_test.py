@@ -48,9 +48,9 @@ with tempfile.TemporaryDirectory() as d, open('/dev/full', 'w') as full:
                  ['help'], ['topo', '--help'], ['version'], ['bench', '--json', '-'], ['nic', 'stats', '--help']):
         case(args, 1, 'writing standard output failed', stdout=full)
 
-    # Bad usage: exit 2 in every subcommand, the command named once, input echoed to 64 characters (rows 3, 5,
+    # Bad usage: exit 2 in every subcommand, the command named once, input echoed to 64 characters (rows 3, 5, 9,
     # 45-47, 60-61, 72-74, 78, 83-84, 88-89, 94-100, 103-104); absent devices and paths that cannot be used are
-    # errors, exit 1 (rows 75, 80, 82, 85, 9).
+    # errors, exit 1 (rows 75, 80, 82, 85).
     case(['topo', '--json=1'], 2, '--json takes no value')
     case(['topo', '--bogus'], 2, 'bardrive topo: error: --bogus: unknown option')  # the command named once
     case(['help', 'nosuch'], 2, 'no such command')
