@@ -64,7 +64,20 @@ std::optional<Bdf> Bdf::try_parse(std::string_view text) {
 
 Bdf Bdf::parse(std::string_view text) {
     if (auto b = try_parse(text)) return *b;
-    throw Error("parse PCI address", "'" + log::bounded(text) + "'", "not a PCI address",
+    // Well-formed but for one number out of range: say which ("0000:00:1f.8" is a function past 7).
+    std::string why = "not a PCI address";
+    const auto dot = text.rfind('.'), colon = text.rfind(':');
+    if (dot != std::string_view::npos && dot + 2 == text.size()) {
+        std::string f(text);
+        f[dot + 1] = '0';
+        if (try_parse(f)) why = "function " + std::string(1, text[dot + 1]) + " is past 7";
+    }
+    if (colon != std::string_view::npos && dot == colon + 3) {
+        std::string d(text);
+        d.replace(colon + 1, 2, "00");
+        if (try_parse(d)) why = "device " + std::string(text.substr(colon + 1, 2)) + " is past 1f";
+    }
+    throw Error("parse PCI address", "'" + log::bounded(text) + "'", why,
                 "expected DDDD:BB:DD.F or BB:DD.F in hex, e.g. 0000:01:00.0; 'lspci -D' lists them");
 }
 

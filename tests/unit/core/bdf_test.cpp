@@ -26,4 +26,8 @@ TEST_CASE("BDF rejects malformed addresses with a hint") {
         CHECK_FALSE(Bdf::try_parse(bad).has_value());
     }
     CHECK_THROWS_WITH(Bdf::parse("nope"), Catch::Matchers::ContainsSubstring("lspci -D"));
+    // One number out of range is named.
+    CHECK_THROWS_WITH(Bdf::parse("0000:00:1f.8"), Catch::Matchers::ContainsSubstring("function 8 is past 7"));
+    CHECK_THROWS_WITH(Bdf::parse("00:20.0"), Catch::Matchers::ContainsSubstring("device 20 is past 1f"));
+    CHECK_THROWS_WITH(Bdf::parse("0000:zz:00.0"), Catch::Matchers::ContainsSubstring("not a PCI address"));
 }
