@@ -80,6 +80,13 @@ def main(argv):
     if args.no_iommu and not KERNELS[args.kernel].noiommu:
         raise LabError(f'--no-iommu needs a kernel with VFIO_NOIOMMU; {args.kernel} has none', 'add --kernel full',
                        EXIT_USAGE)
+    if not (0 < args.timeout <= 86400):
+        raise LabError(f'--timeout {args.timeout:g}: not a number of seconds from 1 to 86400', 'e.g. --timeout 300',
+                       EXIT_USAGE)
+    for d in args.share:
+        if not os.path.isdir(d):
+            raise LabError(f'--share {d}: not a directory on this host', 'create it first, or give another',
+                           EXIT_USAGE)
     if args.hugepages_1g < 0 or args.hugepages_1g > 4 or (args.hugepages_1g and preset.numa):
         raise LabError(f'--hugepages-1g {args.hugepages_1g}: between 0 and 4, and not with a NUMA preset '
                        '(its memory is split in fixed nodes)', 'ask for 1 or 2 on basic, switch or e1000e', EXIT_USAGE)

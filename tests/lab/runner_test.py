@@ -74,6 +74,15 @@ class BadInput(unittest.TestCase):
         self.assertEqual(rc, 2, out)
         self.assertIn('not a comma-separated list of NAME=VALUE', out)
 
+    def test_bad_timeout_and_share(self):
+        for t in ('-5', '0', 'inf', 'nan'):
+            rc, out = lab('run', 'basic', '--timeout', t, '--', 'true')
+            self.assertEqual(rc, 2, out)
+            self.assertIn('not a number of seconds from 1 to 86400', out)
+        rc, out = lab('run', 'basic', '--share', '/nonexistent/bardrive', '--', 'true')
+        self.assertEqual(rc, 2, out)
+        self.assertIn('--share /nonexistent/bardrive: not a directory on this host', out)
+
     def test_bad_check_window(self):
         rc, out = lab('run', 'basic', '--check-window', 'zero', '--', 'true')
         self.assertEqual(rc, 2, out)
