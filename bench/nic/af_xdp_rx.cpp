@@ -44,7 +44,8 @@ public:
         if (area_ != MAP_FAILED) ::munmap(area_, std::size_t{kFrames} * kFrameSize);
     }
 
-    bool init(const std::string& ifname, unsigned queue, bool zerocopy, std::string& why) {
+    bool init(const std::string& ifname, unsigned queue, Mode mode, std::string& why) {
+        const bool zerocopy = mode == Mode::zero_copy;
         area_ = ::mmap(nullptr, std::size_t{kFrames} * kFrameSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                        -1, 0);
         if (area_ == MAP_FAILED) return fail(why, "mmap of the UMEM", errno);
@@ -58,7 +59,7 @@ public:
         xsk_socket_config sc{};
         sc.rx_size = kRing;
         sc.tx_size = 0;
-        sc.xdp_flags = XDP_FLAGS_DRV_MODE;
+        sc.xdp_flags = mode == Mode::generic_copy ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
         sc.bind_flags = static_cast<std::uint16_t>((zerocopy ? XDP_ZEROCOPY : XDP_COPY) | XDP_USE_NEED_WAKEUP);
         if (int e = xsk_socket__create(&xsk_, ifname.c_str(), queue, umem_, &rx_, nullptr, &sc))
             return fail(why, zerocopy ? "xsk_socket__create (zero-copy)" : "xsk_socket__create (copy mode)", -e);
@@ -115,15 +116,15 @@ private:
 
 }  // namespace
 
-std::unique_ptr<AfXdpRx> AfXdpRx::open(const std::string& ifname, unsigned queue, bool zerocopy, std::string& why) {
+std::unique_ptr<AfXdpRx> AfXdpRx::open(const std::string& ifname, unsigned queue, Mode mode, std::string& why) {
     auto rx = std::make_unique<XskRx>();
-    if (!rx->init(ifname, queue, zerocopy, why)) return nullptr;
+    if (!rx->init(ifname, queue, mode, why)) return nullptr;
     return rx;
 }
 
 #else
 
-std::unique_ptr<AfXdpRx> AfXdpRx::open(const std::string&, unsigned, bool, std::string& why) {
+std::unique_ptr<AfXdpRx> AfXdpRx::open(const std::string&, unsigned, Mode, std::string& why) {
     why = "built without libxdp/libbpf (install libxdp-dev libbpf-dev and reconfigure)";
     return nullptr;
 }

@@ -21,9 +21,14 @@ bool is_pktgen_frame(const std::uint8_t* frame, std::uint32_t len) noexcept;
 
 class AfXdpRx {
 public:
-    // Binds a socket to `queue` of `ifname` in native XDP mode (libxdp loads its redirect program),
-    // copy mode or zero-copy. Returns null and sets `why` (the error, or that libxdp is missing).
-    static std::unique_ptr<AfXdpRx> open(const std::string& ifname, unsigned queue, bool zerocopy, std::string& why);
+    enum class Mode {
+        zero_copy,     // native XDP, frames land in the socket's memory
+        copy,          // native XDP, the kernel copies each frame
+        generic_copy,  // generic (skb) XDP, for drivers without native XDP (igbvf)
+    };
+    // Binds a socket to `queue` of `ifname` in `mode` (libxdp loads its redirect program). Returns null and
+    // sets `why` (the error, or that libxdp is missing).
+    static std::unique_ptr<AfXdpRx> open(const std::string& ifname, unsigned queue, Mode mode, std::string& why);
     virtual ~AfXdpRx() = default;
     // Receives until `target` frames arrived (the sender sets it once it knows what it sent) or none
     // came for 2 s, taking up to `batch` descriptors per ring peek and sleeping in poll() when the ring

@@ -29,12 +29,26 @@ namespace bardrive::bench {
 
 std::string read_line(const std::string& path) { return file::try_read_text(path).value_or(""); }
 
+std::string netdev_of(const pci::Bdf& bdf) {
+    namespace fs = std::filesystem;
+    const fs::path dev = "/sys/bus/pci/devices/" + bdf.str();
+    std::error_code ec;
+    std::vector<fs::path> dirs{dev / "net"};
+    for (const auto& e : fs::directory_iterator(dev, ec))  // virtio_net's interface hangs off its virtio device
+        if (e.path().filename().string().starts_with("virtio")) dirs.push_back(e.path() / "net");
+    for (const auto& d : dirs) {
+        fs::directory_iterator it(d, ec);
+        if (!ec && it != fs::directory_iterator()) return it->path().filename().string();
+        ec.clear();
+    }
+    return "";
+}
+
 KernelPort::KernelPort(const pci::Bdf& bdf) {
-    std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
-    if (!std::filesystem::exists(net))
+    name = netdev_of(bdf);
+    if (name.empty())
         throw Error("open kernel port", bdf.str(), "no network interface",
-                    "leave the NIC to the kernel's igb (lab/lab run PRESET --bind WINDOW)");
-    name = std::filesystem::directory_iterator(net)->path().filename();
+                    "leave the NIC to the kernel's driver (lab/lab run PRESET --bind WINDOW)");
     std::ofstream("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6") << "1";
     sock = UniqueFd(::socket(AF_PACKET, SOCK_RAW, htons(nic::TEST_ETHERTYPE)));
     if (!sock) throw Error::from_errno("open AF_PACKET socket", name, errno);
@@ -108,7 +122,27 @@ double cpu_busy_seconds(unsigned cpu) {
     return 0;
 }
 
+namespace {
+void set_affinity(const std::string& irq, unsigned cpu) {
+    std::ofstream("/proc/irq/" + irq + "/smp_affinity_list") << cpu << '\n';
+}
+
+// The PCI function under a sysfs device directory (a network interface's device may be a virtio device,
+// whose parent is the PCI function): the nearest directory up that has msi_irqs; "" when none.
+std::filesystem::path pci_function_of(std::filesystem::path dir) {
+    std::error_code ec;
+    dir = std::filesystem::canonical(dir, ec);
+    for (; !ec && dir.has_relative_path(); dir = dir.parent_path())
+        if (std::filesystem::exists(dir / "msi_irqs")) return dir;
+    return {};
+}
+}  // namespace
+
 void pin_irqs(const std::string& name, unsigned cpu) {
+    if (auto fn = pci_function_of("/sys/class/net/" + name + "/device"); !fn.empty()) {
+        pin_device_irqs(fn.filename().string(), cpu);
+        return;
+    }
     std::ifstream in("/proc/interrupts");
     for (std::string line; std::getline(in, line);) {
         std::istringstream f(line);
@@ -116,8 +150,20 @@ void pin_irqs(const std::string& name, unsigned cpu) {
         f >> irq;
         if (irq.empty() || irq.back() != ':' || line.find(" " + name) == std::string::npos) continue;
         irq.pop_back();
-        std::ofstream("/proc/irq/" + irq + "/smp_affinity_list") << cpu << '\n';
+        set_affinity(irq, cpu);
     }
+}
+
+void pin_device_irqs(const std::string& bdf, unsigned cpu) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/bus/pci/devices/" + bdf + "/msi_irqs", ec))
+        set_affinity(e.path().filename().string(), cpu);
+}
+
+bool load_module(const std::string& module) {
+    const char* mods = std::getenv("BARDRIVE_LAB_MODULES");
+    std::string cmd = std::string("modprobe ") + (mods && *mods ? std::string("-d ") + mods + " " : "") + module;
+    return std::system(cmd.c_str()) == 0;
 }
 
 bool set_channels(const std::string& name, unsigned combined) {
@@ -142,11 +188,7 @@ bool put(const std::string& file, const std::string& cmd) {
 }
 }  // namespace
 
-bool Pktgen::load() {
-    const char* mods = std::getenv("BARDRIVE_LAB_MODULES");
-    std::string cmd = std::string("modprobe ") + (mods && *mods ? std::string("-d ") + mods + " " : "") + "pktgen";
-    return std::system(cmd.c_str()) == 0;
-}
+bool Pktgen::load() { return load_module("pktgen"); }
 
 double Pktgen::send(const std::string& dev, const nic::MacAddress& to, std::uint32_t len, std::uint32_t burst,
                     std::uint64_t count, std::uint64_t clone) {

@@ -1,6 +1,6 @@
-// The kernel's side of a NIC benchmark: a NIC left to the kernel's igb driver, its interface up and an
-// AF_PACKET socket on it, so a bench can move the same bytes through the kernel that bardrive moves
-// from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench), and what NIC benches share about the
+// The kernel's side of a NIC benchmark: a NIC left to the kernel's driver (igb, igbvf, virtio_net), its
+// interface up and an AF_PACKET socket on it, so a bench can move the same bytes through the kernel that
+// bardrive moves from userspace (bench/nic/igb-pps, bench/umem/umem-nic-bench), and what NIC benches share about the
 // lab guest: its NICs, pktgen, interface counters and carrier, channels, per-CPU busy time, IRQ and
 // thread pinning (bench/nic/nic-vs-xdp, nic-rss).
 #pragma once
@@ -31,6 +31,9 @@ struct KernelPort {
     nic::MacAddress mac;
 };
 
+// The network interface of the kernel's driver on `bdf` (igb's, igbvf's, virtio_net's), "" when none.
+std::string netdev_of(const pci::Bdf& bdf);
+
 // The lab's NICs in order (BARDRIVE_LAB_NICS: NIC A, NIC B, ...); empty outside the lab.
 std::vector<pci::Bdf> lab_nics();
 
@@ -47,8 +50,14 @@ void wait_carrier(const std::string& name);
 // Busy time of one CPU from /proc/stat (user + nice + system + irq + softirq), in seconds.
 double cpu_busy_seconds(unsigned cpu);
 
-// Sends every interrupt of interface `name` (igb's "<name>-TxRx-N" vectors) to `cpu`.
+// Sends every MSI/MSI-X vector of interface `name`'s PCI function to `cpu` (igb's TxRx vectors, virtio_net's
+// input/output/config ones); a name that is no interface matches /proc/interrupts' names.
 void pin_irqs(const std::string& name, unsigned cpu);
+// Sends every MSI/MSI-X vector of PCI function `bdf` to `cpu`, whatever drives it (vfio-pci's too).
+void pin_device_irqs(const std::string& bdf, unsigned cpu);
+
+// modprobe from the lab guest's module tree (BARDRIVE_LAB_MODULES) or the system's; false when it fails.
+bool load_module(const std::string& module);
 
 // The interface's combined channel count (ETHTOOL_SCHANNELS): 1 keeps every frame on queue 0, where
 // AF_XDP and the kernel path are measured. False when the driver refuses.

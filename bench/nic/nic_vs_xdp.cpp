@@ -1,21 +1,23 @@
-// nic-vs-xdp: bardrive's igb RX alone and TX alone against the kernel's fastest paths on the same NICs,
-// in one lab guest (lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [FRAMES]):
-//   RX on NIC B, one common sender (pktgen on NIC A, burst 32, each frame reused: pktgen's clone_skb):
-//   the kernel's igb with native XDP (`xdp-bench drop -p read-data`), an AF_XDP socket (copy mode;
-//   zero-copy when the driver takes it), then bardrive's Igb::rx_burst (B on vfio-pci, A still the
-//   kernel's), busy-polling, and with MSI-X interrupts (wait_rx after an empty poll, as NAPI sleeps
-//   between interrupts).
-//   TX on NIC A, B dropping with XDP: pktgen (burst = batch, frames reused), `xdp-trafficgen udp`, the
-//   kernel's XDP transmit path driven as xdp-trafficgen drives it (BPF_PROG_RUN live frames, batch =
-//   its batch_size; our own 2-instruction XDP_TX program, so every size and batch can be asked for),
-//   then bardrive's Igb::tx_burst (A on vfio-pci) of frames built once (only the sequence number is
-//   written per send).
+// nic-vs-xdp: bardrive's RX alone and TX alone on one NIC against the kernel's fastest paths on the same NIC,
+// in one lab guest, for any NIC bardrive drives (nic::open_port picks the driver):
+//   lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [--vf] [FRAMES]    (igb, 82576)
+//   lab/lab run virtio --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [FRAMES]          (virtio-net)
+// The measured NIC is B (the lab's second NIC); A, on the kernel's driver, is the other end of the wire. With
+// --vf, B's PF (the kernel's igb) gets two VFs: the kernel's rows run on VF 1 (igbvf), bardrive's on VF 0.
+//   RX on B, one common sender (pktgen on A, burst 32, each frame reused: pktgen's clone_skb): the kernel's
+//   driver with XDP (`xdp-bench drop -p read-data`, native where the driver has it, else generic), an AF_XDP
+//   socket (copy mode; zero-copy when the driver takes it), then bardrive's rx_burst (B on vfio-pci),
+//   busy-polling, and with MSI-X interrupts (wait_rx after an empty poll, as NAPI sleeps between interrupts).
+//   TX on B, A dropping with XDP: pktgen (burst = batch, frames reused), `xdp-trafficgen udp`, the kernel's XDP
+//   transmit path driven as xdp-trafficgen drives it (BPF_PROG_RUN live frames, batch = its batch_size; our own
+//   2-instruction XDP_TX program, so every size and batch can be asked for), then bardrive's tx_burst of
+//   frames built once (only the sequence number is written per send). A path the driver lacks says SKIPPED.
 // Receivers run on CPU 1 (B's interrupts too), senders on CPU 0 (pktgen's kpktgend_0, A's interrupts).
 // Besides the rate, each row gives the CPU time per frame of the side being measured, because under TCG
 // the sender often sets the rate: kernel receivers and bardrive with interrupts: CPU 1's time taken from
 // an idle-priority soaker thread in a second pass (Soaker); bardrive busy-polling: the time of the polls
 // that returned frames (empty polls left out); senders, which keep CPU 0 busy: its busy time (/proc/stat). "sent" is
-// A's tx_packets (pktgen may round the count up to its burst); every receiver checks pktgen's magic in each frame.
+// the sender's count (pktgen may round it up to its burst); every receiver checks pktgen's magic in each frame.
 // Under `lab/lab run --count-instructions` each row also gives the guest instructions per frame of the measured
 // vCPU (QEMU's insn_count plugin, bench/nic/insn_count.hpp): everything CPU 1 executed while a RX row ran
 // (interrupts, softirq, system calls, the receiver; for busy polling without the empty polls, and with only
@@ -54,7 +56,9 @@
 #include "core/fd.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
+#include "nic/drivers.hpp"
 #include "nic/igb/igb.hpp"
+#include "nic/port.hpp"
 #include "nic/test_frame.hpp"
 #include "vfio/bind.hpp"
 #include "vfio/device.hpp"
@@ -188,10 +192,11 @@ bool has_xdp(const std::string& ifname) {
     return found;
 }
 
-// `xdp-bench drop -p read-data` on `ifname` (CPU 0), running once its program is attached and the link
-// is back up (igb restarts the link when XDP is attached); 0 when it failed.
-pid_t xdp_drop(const std::string& ifname) {
-    pid_t pid = spawn({"xdp-bench", "drop", "-p", "read-data", ifname}, kSendCpu);
+// `xdp-bench drop -p read-data` on `ifname` (CPU 0) in XDP mode `mode` ("native" or "skb", generic XDP),
+// running once its program is attached and the link is back up (igb restarts the link when XDP is attached);
+// 0 when it failed.
+pid_t xdp_drop_in(const std::string& ifname, const std::string& mode) {
+    pid_t pid = spawn({"xdp-bench", "drop", "-p", "read-data", "-m", mode, ifname}, kSendCpu);
     for (int i = 0; i < 300; ++i) {
         if (has_xdp(ifname)) {
             bench::wait_carrier(ifname);
@@ -203,6 +208,16 @@ pid_t xdp_drop(const std::string& ifname) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     stop(pid);
+    return 0;
+}
+
+// Native XDP where the driver has it, else generic XDP (igbvf has no native XDP); `mode` says which ran.
+pid_t xdp_drop(const std::string& ifname, std::string* mode = nullptr) {
+    for (const char* m : {"native", "skb"})
+        if (pid_t pid = xdp_drop_in(ifname, m)) {
+            if (mode) *mode = m;
+            return pid;
+        }
     return 0;
 }
 
@@ -374,13 +389,15 @@ struct Tables {
     std::uint32_t trafficgen_len = 0;
     double idle_insns_per_s[2] = {-1, -1};  // what an idle vCPU executes a second (timer ticks, the idle loop)
     std::string zc_note, afxdp_note, xdp_note, trafficgen_note, xdp_tx_note;
+    std::string xdp_mode = "native", afxdp_mode = "native";  // "skb": generic XDP, the driver has no native XDP
+    std::string kernel_driver, bardrive_driver, irq_note;    // what ran the rows (the NIC's driver on each side)
 };
 
 void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
-    // (a) native XDP reading and dropping every frame; igb counts the frames XDP took in rx_packets.
-    // Reading that counter costs register reads (igb_update_stats), so it is watched from CPU 0, every
+    // (a) XDP reading and dropping every frame; the drivers count the frames XDP took in rx_packets.
+    // Reading that counter may cost register reads (igb_update_stats), so it is watched from CPU 0, every
     // 2 ms once pktgen is done, to keep CPU 1's time the receiver's.
-    if (pid_t xb = xdp_drop(b.name); !xb) {
+    if (pid_t xb = xdp_drop(b.name, &t.xdp_mode); !xb) {
         t.xdp_note = "xdp-bench drop did not attach to " + b.name;
     } else {
         for (int s = 0; s < kS; ++s) {
@@ -403,12 +420,16 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
         bench::wait_carrier(b.name);
         bench::pin_irqs(b.name, kRecvCpu);
     }
-    // (b) AF_XDP on queue 0 (B has one channel): zero-copy when offered, then copy mode
+    // (b) AF_XDP on queue 0 (B has one channel): zero-copy when offered, then copy mode (generic XDP where
+    // the driver has no native XDP)
     for (bool zc : {true, false}) {
-        std::string why;
-        auto sock = bench::AfXdpRx::open(b.name, 0, zc, why);
+        using Mode = bench::AfXdpRx::Mode;
+        std::string why, generic_why;
+        auto sock = bench::AfXdpRx::open(b.name, 0, zc ? Mode::zero_copy : Mode::copy, why);
+        if (!sock && !zc && (sock = bench::AfXdpRx::open(b.name, 0, Mode::generic_copy, generic_why)))
+            t.afxdp_mode = "skb";
         if (!sock) {
-            (zc ? t.zc_note : t.afxdp_note) = why;
+            (zc ? t.zc_note : t.afxdp_note) = why + (generic_why.empty() ? "" : "; generic XDP: " + generic_why);
             continue;
         }
         bench::wait_carrier(b.name);
@@ -429,6 +450,7 @@ void kernel_rx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     }
 }
 
+// The kernel's TX paths on `a` (the measured NIC) towards `b` (dropping with XDP).
 void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     for (int s = 0; s < kS; ++s)
         for (int k = 0; k < kB; ++k) {
@@ -452,7 +474,8 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
             r.received = r.sent;
             r.valid = bench::if_counter(b.name, "rx_packets") - base;
         }
-    // The XDP transmit path needs an XDP program on A (igb's ndo_xdp_xmit refuses without one).
+    // The XDP transmit path needs an XDP program on the sender (igb's and virtio_net's ndo_xdp_xmit refuse
+    // without one; igbvf has none: the rows say SKIPPED with the error).
     std::string err;
     UniqueFd pass = attach_xdp_pass(a.ifindex, err);
     if (!pass) {
@@ -537,7 +560,14 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
     bench::pin_irqs(a.name, kSendCpu);
 }
 
-void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort& b, std::uint64_t count) {
+// Frames the port has sent: the device's count (GPTC) where it keeps one, else the driver's (virtio-net has
+// no counters; a frame counts once the device has used its descriptor).
+std::uint64_t frames_sent(nic::Port& port) {
+    return port.features() & nic::feature::DEVICE_COUNTERS ? port.device_stats().tx_packets
+                                                            : port.tx_stats(0).packets;
+}
+
+void bardrive_tx(Tables& t, nic::Port& a, dma::BufferPool& pool, const KernelPort& b, std::uint64_t count) {
     for (int s = 0; s < kS; ++s) {
         // frames built once per size in every buffer; a send writes only the sequence number
         std::vector<dma::BufferPool::Buffer> all;
@@ -548,13 +578,15 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
         for (int k = 0; k < kB; ++k) {
             Run& r = t.bard_tx[s][k];
             const std::uint32_t len = kSizes[s], batch = kBatches[k];
+            a.tx_reclaim(0);
+            const std::uint32_t idle_slots = a.tx_free_slots(0);  // every descriptor free: nothing in flight
             std::uint64_t base = 0, gptc0 = 0, sent = 0;
             double cpu0 = 0;
             Clock::time_point t0, t1;
             tx_counted(
                 [&](std::uint64_t total) {
                     base = bench::if_counter(b.name, "rx_packets");
-                    gptc0 = a.device_stats().tx_packets;
+                    gptc0 = frames_sent(a);
                     cpu0 = bench::cpu_busy_seconds(kSendCpu);
                     t0 = Clock::now();
                     sent = 0;
@@ -570,7 +602,7 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
                             pkts[n++] = nic::Packet{d, buf.iova, len, buf.index, &pool};
                         }
                         std::uint16_t took = a.tx_burst(0, std::span(pkts, n));
-                        for (std::uint32_t i = took; i < n; ++i) nic::Igb::release(pkts[i]);
+                        for (std::uint32_t i = took; i < n; ++i) nic::Port::release(pkts[i]);
                         sent += took;
                         if (took)
                             bench::insn_add<0>();
@@ -579,7 +611,7 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
                     }
                     // done when the device has finished with every descriptor
                     bench::insn_start();
-                    while (a.tx_free_slots(0) + 1 < a.options().tx_ring && Clock::now() - t0 < std::chrono::seconds(30))
+                    while (a.tx_free_slots(0) < idle_slots && Clock::now() - t0 < std::chrono::seconds(30))
                         a.tx_reclaim(0);
                     bench::insn_add<1>();
                     t1 = Clock::now();
@@ -590,7 +622,7 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
             r.ran = true;
             r.received = sent;                             // taken by tx_burst, descriptors done
-            r.sent = a.device_stats().tx_packets - gptc0;  // what the device counted out (GPTC)
+            r.sent = frames_sent(a) - gptc0;
             r.seconds = secs(t0, t1);
             wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
             r.valid = bench::if_counter(b.name, "rx_packets") - base;
@@ -603,8 +635,8 @@ void bardrive_tx(Tables& t, nic::Igb& a, dma::BufferPool& pool, const KernelPort
 // poll waits for the queue's MSI-X. It counts the empty polls, and those before the first frame and after the
 // last; under --count-instructions each poll's instructions go to a bucket: 0 when it found frames (with their
 // handling), 1 when it found none (with the wait for the interrupt).
-Clock::time_point receive_loop(nic::Igb& b, std::uint32_t batch, Run& run, const std::atomic<std::uint64_t>& target) {
-    const bool irq = b.options().interrupts;
+Clock::time_point receive_loop(nic::Port& b, std::uint32_t batch, Run& run, const std::atomic<std::uint64_t>& target) {
+    const bool irq = b.rx_fd(0) >= 0;
     std::uint64_t busy_ns = 0, empty = 0, empty_before = 0, empty_since = 0;
     nic::Packet got[kMaxBatch];
     Clock::time_point last = Clock::now();
@@ -625,7 +657,7 @@ Clock::time_point receive_loop(nic::Igb& b, std::uint32_t batch, Run& run, const
         ++run.polls_with_frames;
         for (std::uint16_t i = 0; i < n; ++i) {
             run.valid += bench::is_pktgen_frame(got[i].data, got[i].len);
-            nic::Igb::release(got[i]);
+            nic::Port::release(got[i]);
         }
         run.received += n;
         last = Clock::now();
@@ -641,8 +673,9 @@ Clock::time_point receive_loop(nic::Igb& b, std::uint32_t batch, Run& run, const
 // bardrive's receive alone at a full batch: pktgen puts kFill frames into B's ring while nothing polls it, then
 // CPU 1 drains them, every poll taking `batch` frames; instructions per frame from bucket 0 (the polls), the
 // fewest of kFillRounds rounds (a timer interrupt that lands in a poll counts there). -1 when not counting.
-double filled_ring_insns(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch) {
-    constexpr std::uint64_t kFill = 448;  // 7 x 64, below the 512-descriptor ring, a multiple of pktgen's burst
+double filled_ring_insns(const KernelPort& a, nic::Port& b, std::uint32_t len, std::uint32_t batch) {
+    // 3 x 64, a multiple of pktgen's burst, below every ring here (QEMU's virtio-net queues hold 256)
+    constexpr std::uint64_t kFill = 192;
     constexpr int kFillRounds = 7;
     double best = -1;
     for (int round = 0; round < kFillRounds && insn_counter.available(); ++round) {
@@ -669,8 +702,8 @@ double filled_ring_insns(const KernelPort& a, nic::Igb& b, std::uint32_t len, st
     return best;
 }
 
-Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
-    const bool irq = b.options().interrupts;
+Run bardrive_rx_run(const KernelPort& a, nic::Port& b, std::uint32_t len, std::uint32_t batch, std::uint64_t count) {
+    const bool irq = b.rx_fd(0) >= 0;
     auto receive = [&](Run& run, const std::atomic<std::uint64_t>& target) {
         return receive_loop(b, batch, run, target);
     };
@@ -685,22 +718,33 @@ Run bardrive_rx_run(const KernelPort& a, nic::Igb& b, std::uint32_t len, std::ui
     return r;
 }
 
-// Polling, then with interrupts (a second Igb on the same device), moderated as the kernel's igb starts
-// (kIrqIntervalUs: about 6000 interrupts a second, IGB_START_ITR), so frames that land together share one.
+// Polling, then with interrupts (a second port on the same device). igb's interrupts are moderated as the kernel's
+// igb starts (kIrqIntervalUs: about 6000 interrupts a second, IGB_START_ITR), so frames that land together share
+// one; the other drivers have no moderation to set (virtio-net suppresses interrupts with EVENT_IDX while the
+// driver is behind, as the kernel's virtio_net does).
 constexpr std::uint32_t kIrqIntervalUs = 160;
+
+std::unique_ptr<nic::Port> open_rx_port(vfio::Device& dev, dma::IovaAllocator& iovas, dma::BufferPool& pool, bool irq) {
+    if (irq && std::string_view(nic::driver_for(dev).name) == "igb") {
+        nic::IgbOptions o;
+        o.interrupts = true;
+        o.interrupt_interval_us = kIrqIntervalUs;
+        return std::make_unique<nic::Igb>(dev, iovas, pool, o);
+    }
+    nic::PortOptions o;
+    o.interrupts = irq;
+    return nic::open_port(dev, iovas, pool, o);
+}
 
 void bardrive_rx(Tables& t, const KernelPort& a, vfio::Device& dev, dma::IovaAllocator& iovas, dma::BufferPool& pool,
                  std::uint64_t count) {
     for (bool irq : {false, true}) {
-        nic::IgbOptions o;
-        o.interrupts = irq;
-        o.interrupt_interval_us = irq ? kIrqIntervalUs : 0;
-        nic::Igb b(dev, iovas, pool, o);
-        // the vfio-pci handler that turns B's MSI-X into an eventfd wake-up runs on the receiver's CPU
-        if (irq) bench::pin_irqs("vfio-msix[0](" + dev.bdf().str() + ")", kRecvCpu);
+        std::unique_ptr<nic::Port> b = open_rx_port(dev, iovas, pool, irq);
+        // the vfio-pci handlers that turn B's MSI-X into eventfd wake-ups run on the receiver's CPU
+        if (irq) bench::pin_device_irqs(dev.bdf().str(), kRecvCpu);
         for (int s = 0; s < kS; ++s)
             for (int k = 0; k < kB; ++k)
-                (irq ? t.bard_rx_irq : t.bard_rx)[s][k] = bardrive_rx_run(a, b, kSizes[s], kBatches[k], count);
+                (irq ? t.bard_rx_irq : t.bard_rx)[s][k] = bardrive_rx_run(a, *b, kSizes[s], kBatches[k], count);
     }
 }
 
@@ -708,13 +752,6 @@ void use_vfio(const std::vector<pci::Bdf>& bdfs) {
     vfio::BindOptions bo;
     bo.force = true;
     vfio::bind(vfio::Sysfs(), bdfs, bo);
-}
-
-void back_to_kernel(const pci::Bdf& bdf) {
-    vfio::unbind(vfio::Sysfs(), {bdf}, true, vfio::BindOptions{});
-    const std::string net = "/sys/bus/pci/devices/" + bdf.str() + "/net";
-    for (int i = 0; i < 200 && !std::filesystem::exists(net); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 std::string fmt(const char* f, double v) {
@@ -746,12 +783,20 @@ void best_of(std::initializer_list<const Run*> runs, double& rate, double& cost)
 }
 
 void print(const Tables& t, std::uint64_t count) {
+    std::printf("\n# NIC B: the kernel's %s against bardrive's %s\n", t.kernel_driver.c_str(), t.bardrive_driver.c_str());
     std::printf("\n## RX alone on NIC B (sender: pktgen on NIC A, burst %u, about %llu frames per row)\n\n",
                 kSenderBurst, static_cast<unsigned long long>(count));
-    if (!t.xdp_note.empty()) std::printf("- XDP drop: SKIPPED (%s)\n", t.xdp_note.c_str());
-    if (!t.afxdp_note.empty()) std::printf("- AF_XDP copy mode: SKIPPED (%s)\n", t.afxdp_note.c_str());
-    std::printf("- AF_XDP zero-copy: %s\n\n", t.zc_note.empty() ? "offered by the guest's igb (zc column)"
-                                                                : ("not offered (" + t.zc_note + ")").c_str());
+    if (!t.xdp_note.empty())
+        std::printf("- XDP drop: SKIPPED (%s)\n", t.xdp_note.c_str());
+    else
+        std::printf("- XDP drop: %s XDP\n", t.xdp_mode == "skb" ? "generic (skb)" : "native");
+    if (!t.afxdp_note.empty())
+        std::printf("- AF_XDP copy mode: SKIPPED (%s)\n", t.afxdp_note.c_str());
+    else
+        std::printf("- AF_XDP copy mode: %s XDP\n", t.afxdp_mode == "skb" ? "generic (skb)" : "native");
+    std::printf("- AF_XDP zero-copy: %s\n", t.zc_note.empty() ? ("offered by the kernel's " + t.kernel_driver + " (zc column)").c_str()
+                                                              : ("not offered (" + t.zc_note + ")").c_str());
+    std::printf("- bardrive irq: %s\n\n", t.irq_note.c_str());
     std::printf(
         "| frame (wire) | batch | XDP drop kpps | AF_XDP copy kpps | AF_XDP zc kpps | bardrive poll kpps | bardrive "
         "irq "
@@ -773,7 +818,7 @@ void print(const Tables& t, std::uint64_t count) {
                 ratio(cost, n.ns_per_frame()).c_str(), counts(t.xdp_drop[s]).c_str(), counts(t.afxdp[s][k]).c_str(),
                 counts(t.afxdp_zc[s][k]).c_str(), counts(p).c_str(), counts(n).c_str());
         }
-    std::printf("\n## TX alone on NIC A (receiver: NIC B's igb dropping with XDP, %llu frames per row)\n\n",
+    std::printf("\n## TX alone on NIC B (receiver: NIC A's driver dropping with XDP, %llu frames per row)\n\n",
                 static_cast<unsigned long long>(count));
     if (t.trafficgen.ran)
         std::printf(
@@ -888,21 +933,79 @@ void print_insns(const Tables& t) {
     std::printf("\n");
 }
 
+// --vf: NIC B's PF (on the kernel's igb) with two VFs, MACs set by the PF; VF 0 on vfio-pci for bardrive, VF 1 on
+// the kernel's igbvf. The VFs go when it is destroyed.
+class VfPair {
+public:
+    explicit VfPair(const pci::Bdf& pf) : pf_(pf.str()) {
+        const std::string sys = "/sys/bus/pci/devices/" + pf_;
+        const std::string pf_if = bench::netdev_of(pf);
+        if (pf_if.empty())
+            throw Error("create VFs", pf_, "no network interface", "leave NIC B's PF to the kernel's igb");
+        std::ofstream("/proc/sys/net/ipv6/conf/" + pf_if + "/disable_ipv6") << "1";
+        write(sys + "/sriov_numvfs", "0");
+        if (!write(sys + "/sriov_numvfs", "2"))
+            throw Error("create VFs", pf_, "writing 2 to sriov_numvfs failed", "the PF must be an 82576 on igb");
+        created_ = true;
+        // the MACs before a driver binds (a VF driver reads its MAC then); igbvf is loaded after VF 0 left it
+        for (int vf : {0, 1}) {
+            const std::string cmd = "ip link set dev " + pf_if + " up && ip link set dev " + pf_if + " vf " +
+                                    std::to_string(vf) + " mac 02:00:00:00:0f:0" + std::to_string(vf);
+            if (std::system(cmd.c_str()) != 0) throw Error("set a VF's MAC", pf_, cmd + " failed");
+        }
+        for (int vf : {0, 1})
+            vf_[vf] = pci::Bdf::parse(std::filesystem::read_symlink(sys + "/virtfn" + std::to_string(vf)).filename().string());
+        use_vfio({vf_[0]});
+        if (!bench::load_module("igbvf")) throw Error("load igbvf", pf_, "modprobe igbvf failed");
+        for (int i = 0; i < 200 && bench::netdev_of(vf_[1]).empty(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        bench::wait_carrier(pf_if);  // a VF resets only while the PF's link is up
+    }
+    ~VfPair() {
+        if (created_) write("/sys/bus/pci/devices/" + pf_ + "/sriov_numvfs", "0");
+    }
+    pci::Bdf bardrive() const { return vf_[0]; }
+    pci::Bdf kernel() const { return vf_[1]; }
+
+private:
+    static bool write(const std::string& path, const std::string& text) {
+        std::ofstream f(path);
+        f << text;
+        return static_cast<bool>(f.flush());
+    }
+    std::string pf_;
+    pci::Bdf vf_[2];
+    bool created_ = false;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-    std::uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 10000;
-    auto nics = bench::lab_nics();
-    if (nics.size() < 2 || !std::filesystem::exists("/sys/bus/pci/devices/" + nics[0].str() + "/net") ||
-        !std::filesystem::exists("/sys/bus/pci/devices/" + nics[1].str() + "/net")) {
-        std::fprintf(stderr,
-                     "nic-vs-xdp: SKIPPED: needs two igb NICs on one wire, both on the kernel's igb: run it in the lab "
-                     "(lab/lab run basic --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [FRAMES])\n");
-        return 77;
+    const char* usage = "usage: nic-vs-xdp [--vf] [FRAMES]";
+    bool vf = false;
+    const char* frames = nullptr;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--vf") == 0)
+            vf = true;
+        else if (!frames && argv[i][0] != '-')
+            frames = argv[i];
+        else {
+            std::fprintf(stderr, "nic-vs-xdp: %s is not an argument here\n%s\n", argv[i], usage);
+            return 2;
+        }
     }
-    if (count == 0 || count > 1000000) {
-        std::fprintf(stderr, "nic-vs-xdp: FRAMES must be 1..1000000, not %s\n", argv[1]);
+    char* end = nullptr;
+    const std::uint64_t count = frames ? std::strtoull(frames, &end, 10) : 10000;
+    if (frames && (*end || count == 0 || count > 1000000)) {
+        std::fprintf(stderr, "nic-vs-xdp: FRAMES must be 1..1000000, not %s\n%s\n", frames, usage);
         return 2;
+    }
+    auto nics = bench::lab_nics();
+    if (nics.size() < 2 || bench::netdev_of(nics[0]).empty() || bench::netdev_of(nics[1]).empty()) {
+        std::fprintf(stderr,
+                     "nic-vs-xdp: SKIPPED: needs two NICs on one wire, both on the kernel's driver: run it in the lab "
+                     "(lab/lab run basic|virtio --bind 0000:03:00.0 -- build/bench/nic/nic-vs-xdp [--vf] [FRAMES])\n");
+        return 77;
     }
     if (!bench::pin_thread(kRecvCpu) || !bench::pin_thread(kSendCpu)) {
         std::fprintf(stderr, "nic-vs-xdp: SKIPPED: needs 2 CPUs (a sender's and a receiver's)\n");
@@ -924,44 +1027,49 @@ int main(int argc, char** argv) try {
     } else {
         std::fprintf(stderr, "nic-vs-xdp: no instruction counts (lab/lab run --count-instructions adds them)\n");
     }
-    const pci::Bdf A = nics[0], B = nics[1];
+    // A is the other end of the wire, always the kernel's; B is measured: the kernel's rows on B_kernel,
+    // bardrive's on B_bardrive (the same NIC, or two VFs of it)
+    const pci::Bdf A = nics[0];
+    std::unique_ptr<VfPair> vfs = vf ? std::make_unique<VfPair>(nics[1]) : nullptr;
+    const pci::Bdf B_kernel = vfs ? vfs->kernel() : nics[1], B_bardrive = vfs ? vfs->bardrive() : nics[1];
     {  // 1. the kernel on both NICs
-        KernelPort a(A), b(B);
+        KernelPort a(A), b(B_kernel);
+        std::error_code ec;  // the interface's driver: igb, igbvf, virtio_net
+        t.kernel_driver =
+            std::filesystem::read_symlink("/sys/class/net/" + b.name + "/device/driver", ec).filename().string();
         if (!bench::set_channels(b.name, 1))
             std::fprintf(stderr, "nic-vs-xdp: %s keeps its channels\n", b.name.c_str());
         bench::wait_carrier(b.name);
         bench::pin_irqs(a.name, kSendCpu);
         bench::pin_irqs(b.name, kRecvCpu);
-        std::fprintf(stderr, "nic-vs-xdp: kernel RX on %s\n", b.name.c_str());
+        std::fprintf(stderr, "nic-vs-xdp: kernel RX on %s (%s)\n", b.name.c_str(), t.kernel_driver.c_str());
         kernel_rx(t, a, b, count);
-        std::fprintf(stderr, "nic-vs-xdp: kernel TX on %s\n", a.name.c_str());
-        pid_t drop = xdp_drop(b.name);
-        kernel_tx(t, a, b, count);
+        std::fprintf(stderr, "nic-vs-xdp: kernel TX on %s\n", b.name.c_str());
+        pid_t drop = xdp_drop(a.name);
+        bench::pin_irqs(b.name, kSendCpu);  // the sender's completions on the sender's CPU
+        kernel_tx(t, b, a, count);
         stop(drop);
     }
-    {  // 2. bardrive TX on A; B stays the kernel's, dropping with XDP
-        use_vfio({A});
-        KernelPort b(B);
-        pid_t drop = xdp_drop(b.name);
+    {  // 2. bardrive on B (vfio-pci), A still the kernel's: TX with A dropping with XDP, then RX from A's pktgen
+        if (!vfs) use_vfio({B_bardrive});
+        KernelPort a(A);
         vfio::Domain domain;
-        auto dev = vfio::Device::open(domain, A);
+        auto dev = vfio::Device::open(domain, B_bardrive);
         dma::IovaAllocator iovas(domain);
         dma::BufferPool pool(domain, iovas, 2048, 4096);
         dma::BufferPool rx_pool(domain, iovas, 2048, 1024);
-        nic::Igb a(dev, iovas, rx_pool);
-        std::fprintf(stderr, "nic-vs-xdp: bardrive TX\n");
-        bardrive_tx(t, a, pool, b, count);
-        stop(drop);
-    }
-    {  // 3. bardrive RX on B; A back on the kernel's igb with pktgen
-        back_to_kernel(A);
-        use_vfio({B});
-        KernelPort a(A);
+        t.bardrive_driver = nic::driver_for(dev).name;
+        t.irq_note = t.bardrive_driver == "igb" ? "EITR " + std::to_string(kIrqIntervalUs) + " us, as the kernel's igb starts"
+                                                : "no moderation (the driver has none to set)";
+        {
+            pid_t drop = xdp_drop(a.name);  // A's interrupts on CPU 1
+            auto b = nic::open_port(dev, iovas, rx_pool);
+            std::fprintf(stderr, "nic-vs-xdp: bardrive TX (%s)\n", b->driver());
+            bardrive_tx(t, *b, pool, a, count);
+            stop(drop);
+        }
+        bench::wait_carrier(a.name);
         bench::pin_irqs(a.name, kSendCpu);
-        vfio::Domain domain;
-        auto dev = vfio::Device::open(domain, B);
-        dma::IovaAllocator iovas(domain);
-        dma::BufferPool pool(domain, iovas, 2048, 4096);
         std::fprintf(stderr, "nic-vs-xdp: bardrive RX\n");
         bardrive_rx(t, a, dev, iovas, pool, count);
     }
