@@ -67,13 +67,17 @@ namespace feature {
 inline constexpr std::uint32_t TX_IP_CSUM = 1u << 0;       // pkt::TX_IP_CSUM
 inline constexpr std::uint32_t TX_L4_CSUM = 1u << 1;       // pkt::TX_TCP_CSUM / TX_UDP_CSUM
 inline constexpr std::uint32_t TX_VLAN = 1u << 2;          // pkt::TX_VLAN
-inline constexpr std::uint32_t RX_CSUM = 1u << 3;          // pkt::RX_*_CHECKED / _BAD
+// RX_CSUM: frames whose checksum the device found right carry pkt::RX_L4_CHECKED. RX_CSUM_ERRORS: besides, the
+// device checks every IPv4/TCP/UDP frame: RX_IP_CHECKED, RX_UDP, and RX_*_BAD for a wrong sum (Intel parts;
+// virtio-net marks good frames only, so a frame without RX_L4_CHECKED is unknown there, not bad).
+inline constexpr std::uint32_t RX_CSUM = 1u << 3;
 inline constexpr std::uint32_t RX_VLAN_STRIP = 1u << 4;    // PortOptions::vlan_strip
 inline constexpr std::uint32_t RSS = 1u << 5;              // several RX queues spread by flow
 inline constexpr std::uint32_t MAC_LOOPBACK = 1u << 6;     // Loopback::mac
 inline constexpr std::uint32_t DEVICE_COUNTERS = 1u << 7;  // device_stats() reads the device's own counters
 inline constexpr std::uint32_t LINK_SPEED = 1u << 8;       // link_speed_mbps() is the device's word
 inline constexpr std::uint32_t JUMBO = 1u << 9;            // PortOptions::max_frame above 1514
+inline constexpr std::uint32_t RX_CSUM_ERRORS = 1u << 10;  // see RX_CSUM
 }  // namespace feature
 
 class Port {

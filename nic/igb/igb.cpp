@@ -386,8 +386,9 @@ int Igb::rx_fd(std::uint16_t queue) const noexcept {
 }
 
 std::uint32_t Igb::features() const noexcept {
-    return feature::TX_IP_CSUM | feature::TX_L4_CSUM | feature::TX_VLAN | feature::RX_CSUM | feature::RX_VLAN_STRIP |
-           feature::RSS | feature::MAC_LOOPBACK | feature::DEVICE_COUNTERS | feature::LINK_SPEED | feature::JUMBO;
+    return feature::TX_IP_CSUM | feature::TX_L4_CSUM | feature::TX_VLAN | feature::RX_CSUM | feature::RX_CSUM_ERRORS |
+           feature::RX_VLAN_STRIP | feature::RSS | feature::MAC_LOOPBACK | feature::DEVICE_COUNTERS |
+           feature::LINK_SPEED | feature::JUMBO;
 }
 
 bool Igb::link_up() const noexcept { return e1000::link_up(bar0_); }

@@ -480,7 +480,7 @@ TEST_CASE("interop: TX TCP checksum offload; RX VLAN stripping and checksum stat
     INFO("flags " << std::hex << rst.flags);
     CHECK((rst.flags & RX_VLAN) != 0);
     CHECK((rst.vlan & 0xfff) == kVlan);
-    CHECK((rst.flags & RX_IP_CHECKED) != 0);
+    if (bed.a->features() & nic::feature::RX_CSUM_ERRORS) CHECK((rst.flags & RX_IP_CHECKED) != 0);
     CHECK((rst.flags & RX_L4_CHECKED) != 0);
     CHECK((rst.flags & (RX_IP_BAD | RX_L4_BAD | RX_UDP)) == 0);
     CHECK(be16(got[0].second.data() + 12) == 0x0800);  // the tag is gone from the frame
@@ -490,9 +490,11 @@ TEST_CASE("interop: TX TCP checksum offload; RX VLAN stripping and checksum stat
 }
 
 TEST_CASE(
-    "interop: RX checksum status flags bad checksums from the kernel's raw socket, good ones from its UDP socket") {
+    "interop: RX checksum status marks good checksums from the kernel's UDP socket, never a broken one from its raw "
+    "socket as good, and flags it where the device checks every frame") {
     Bed bed;  // vlan_strip off: tags stay in the frame
     bed.require(nic::feature::RX_CSUM, "RX checksum status");
+    const bool errors = bed.a->features() & nic::feature::RX_CSUM_ERRORS;  // Intel: every frame checked
     VlanSide side(bed.kernel->name, bed.a->mac());
     using namespace nic::pkt;
     auto udp_from = [](std::uint16_t sport, std::uint32_t l3) {
@@ -515,7 +517,8 @@ TEST_CASE(
         CHECK(be16(bytes.data() + 12) == 0x8100);
         CHECK((be16(bytes.data() + 14) & 0xfff) == kVlan);
         CHECK((p.flags & RX_VLAN) == 0);
-        CHECK((p.flags & (RX_IP_CHECKED | RX_L4_CHECKED | RX_UDP)) == (RX_IP_CHECKED | RX_L4_CHECKED | RX_UDP));
+        const std::uint32_t good = errors ? RX_IP_CHECKED | RX_L4_CHECKED | RX_UDP : RX_L4_CHECKED;
+        CHECK((p.flags & good) == good);
         CHECK((p.flags & (RX_IP_BAD | RX_L4_BAD)) == 0);
         CHECK(std::memcmp(bytes.data() + 18 + 28, msg, sizeof msg) == 0);
     }
@@ -533,10 +536,17 @@ TEST_CASE(
         REQUIRE(got.size() == 1);
         return got[0].first.flags;
     };
-    const std::uint32_t checked = RX_IP_CHECKED | RX_L4_CHECKED | RX_UDP;
-    CHECK((raw(7101, false, false) & (checked | RX_IP_BAD | RX_L4_BAD)) == checked);
-    CHECK((raw(7102, false, true) & (RX_L4_CHECKED | RX_L4_BAD | RX_IP_BAD)) == (RX_L4_CHECKED | RX_L4_BAD));
-    CHECK((raw(7103, true, false) & (RX_IP_CHECKED | RX_IP_BAD)) == (RX_IP_CHECKED | RX_IP_BAD));
+    if (errors) {
+        const std::uint32_t checked = RX_IP_CHECKED | RX_L4_CHECKED | RX_UDP;
+        CHECK((raw(7101, false, false) & (checked | RX_IP_BAD | RX_L4_BAD)) == checked);
+        CHECK((raw(7102, false, true) & (RX_L4_CHECKED | RX_L4_BAD | RX_IP_BAD)) == (RX_L4_CHECKED | RX_L4_BAD));
+        CHECK((raw(7103, true, false) & (RX_IP_CHECKED | RX_IP_BAD)) == (RX_IP_CHECKED | RX_IP_BAD));
+    } else {  // good-only status: a raw frame's sum is unknown to the device, a broken one must not read as good
+        // (no broken IPv4 header here: the device does not check it, and the host bridge of the lab's taps drops
+        // such frames where br_netfilter validates bridged IPv4, as on this host)
+        CHECK((raw(7101, false, false) & (RX_IP_BAD | RX_L4_BAD)) == 0);
+        CHECK((raw(7102, false, true) & (RX_L4_CHECKED | RX_L4_BAD | RX_IP_BAD)) == 0);
+    }
     CHECK(bed.a->rx_stats(0).frame_errors == 0);  // reported, still delivered
 }
 
