@@ -64,9 +64,9 @@ struct PortOptions {
 
 // What a port can do beyond plain frames (Port::features()).
 namespace feature {
-inline constexpr std::uint32_t TX_IP_CSUM = 1u << 0;       // pkt::TX_IP_CSUM
-inline constexpr std::uint32_t TX_L4_CSUM = 1u << 1;       // pkt::TX_TCP_CSUM / TX_UDP_CSUM
-inline constexpr std::uint32_t TX_VLAN = 1u << 2;          // pkt::TX_VLAN
+inline constexpr std::uint32_t TX_IP_CSUM = 1u << 0;  // pkt::TX_IP_CSUM
+inline constexpr std::uint32_t TX_L4_CSUM = 1u << 1;  // pkt::TX_TCP_CSUM / TX_UDP_CSUM
+inline constexpr std::uint32_t TX_VLAN = 1u << 2;     // pkt::TX_VLAN
 // RX_CSUM: frames whose checksum the device found right carry pkt::RX_L4_CHECKED. RX_CSUM_ERRORS: besides, the
 // device checks every IPv4/TCP/UDP frame: RX_IP_CHECKED, RX_UDP, and RX_*_BAD for a wrong sum (Intel parts;
 // virtio-net marks good frames only, so a frame without RX_L4_CHECKED is unknown there, not bad).

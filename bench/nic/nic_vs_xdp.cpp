@@ -563,8 +563,7 @@ void kernel_tx(Tables& t, KernelPort& a, KernelPort& b, std::uint64_t count) {
 // Frames the port has sent: the device's count (GPTC) where it keeps one, else the driver's (virtio-net has
 // no counters; a frame counts once the device has used its descriptor).
 std::uint64_t frames_sent(nic::Port& port) {
-    return port.features() & nic::feature::DEVICE_COUNTERS ? port.device_stats().tx_packets
-                                                            : port.tx_stats(0).packets;
+    return port.features() & nic::feature::DEVICE_COUNTERS ? port.device_stats().tx_packets : port.tx_stats(0).packets;
 }
 
 void bardrive_tx(Tables& t, nic::Port& a, dma::BufferPool& pool, const KernelPort& b, std::uint64_t count) {
@@ -621,7 +620,7 @@ void bardrive_tx(Tables& t, nic::Port& a, dma::BufferPool& pool, const KernelPor
                 [] {}, count, r);
             r.cpu = bench::cpu_busy_seconds(kSendCpu) - cpu0;
             r.ran = true;
-            r.received = sent;                             // taken by tx_burst, descriptors done
+            r.received = sent;  // taken by tx_burst, descriptors done
             r.sent = frames_sent(a) - gptc0;
             r.seconds = secs(t0, t1);
             wait_count([&] { return bench::if_counter(b.name, "rx_packets") - base; }, count, Clock::now());
@@ -783,7 +782,8 @@ void best_of(std::initializer_list<const Run*> runs, double& rate, double& cost)
 }
 
 void print(const Tables& t, std::uint64_t count) {
-    std::printf("\n# NIC B: the kernel's %s against bardrive's %s\n", t.kernel_driver.c_str(), t.bardrive_driver.c_str());
+    std::printf("\n# NIC B: the kernel's %s against bardrive's %s\n", t.kernel_driver.c_str(),
+                t.bardrive_driver.c_str());
     std::printf("\n## RX alone on NIC B (sender: pktgen on NIC A, burst %u, about %llu frames per row)\n\n",
                 kSenderBurst, static_cast<unsigned long long>(count));
     if (!t.xdp_note.empty())
@@ -794,8 +794,9 @@ void print(const Tables& t, std::uint64_t count) {
         std::printf("- AF_XDP copy mode: SKIPPED (%s)\n", t.afxdp_note.c_str());
     else
         std::printf("- AF_XDP copy mode: %s XDP\n", t.afxdp_mode == "skb" ? "generic (skb)" : "native");
-    std::printf("- AF_XDP zero-copy: %s\n", t.zc_note.empty() ? ("offered by the kernel's " + t.kernel_driver + " (zc column)").c_str()
-                                                              : ("not offered (" + t.zc_note + ")").c_str());
+    std::printf("- AF_XDP zero-copy: %s\n",
+                t.zc_note.empty() ? ("offered by the kernel's " + t.kernel_driver + " (zc column)").c_str()
+                                  : ("not offered (" + t.zc_note + ")").c_str());
     std::printf("- bardrive irq: %s\n\n", t.irq_note.c_str());
     std::printf(
         "| frame (wire) | batch | XDP drop kpps | AF_XDP copy kpps | AF_XDP zc kpps | bardrive poll kpps | bardrive "
@@ -954,7 +955,8 @@ public:
             if (std::system(cmd.c_str()) != 0) throw Error("set a VF's MAC", pf_, cmd + " failed");
         }
         for (int vf : {0, 1})
-            vf_[vf] = pci::Bdf::parse(std::filesystem::read_symlink(sys + "/virtfn" + std::to_string(vf)).filename().string());
+            vf_[vf] = pci::Bdf::parse(
+                std::filesystem::read_symlink(sys + "/virtfn" + std::to_string(vf)).filename().string());
         use_vfio({vf_[0]});
         if (!bench::load_module("igbvf")) throw Error("load igbvf", pf_, "modprobe igbvf failed");
         for (int i = 0; i < 200 && bench::netdev_of(vf_[1]).empty(); ++i)
@@ -1059,8 +1061,9 @@ int main(int argc, char** argv) try {
         dma::BufferPool pool(domain, iovas, 2048, 4096);
         dma::BufferPool rx_pool(domain, iovas, 2048, 1024);
         t.bardrive_driver = nic::driver_for(dev).name;
-        t.irq_note = t.bardrive_driver == "igb" ? "EITR " + std::to_string(kIrqIntervalUs) + " us, as the kernel's igb starts"
-                                                : "no moderation (the driver has none to set)";
+        t.irq_note = t.bardrive_driver == "igb"
+                         ? "EITR " + std::to_string(kIrqIntervalUs) + " us, as the kernel's igb starts"
+                         : "no moderation (the driver has none to set)";
         {
             pid_t drop = xdp_drop(a.name);  // A's interrupts on CPU 1
             auto b = nic::open_port(dev, iovas, rx_pool);
