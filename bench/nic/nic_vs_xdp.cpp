@@ -753,6 +753,13 @@ void use_vfio(const std::vector<pci::Bdf>& bdfs) {
     vfio::bind(vfio::Sysfs(), bdfs, bo);
 }
 
+// Back to the kernel's driver, as the run found it (nic-lab.sh runs --vf next, on the same PF).
+void back_to_kernel(const pci::Bdf& bdf) {
+    vfio::unbind(vfio::Sysfs(), {bdf}, true, vfio::BindOptions{});
+    for (int i = 0; i < 200 && bench::netdev_of(bdf).empty(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
 std::string fmt(const char* f, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, f, v);
@@ -1076,6 +1083,7 @@ int main(int argc, char** argv) try {
         std::fprintf(stderr, "nic-vs-xdp: bardrive RX\n");
         bardrive_rx(t, a, dev, iovas, pool, count);
     }
+    if (!vfs) back_to_kernel(B_bardrive);
     print(t, count);
     print_insns(t);
     bool ok = true;

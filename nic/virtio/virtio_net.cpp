@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -36,7 +37,11 @@ constexpr std::uint32_t kStandardFrame = 1514;
 constexpr std::uint32_t kRefillBatch = 32;
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kAlign = 64;
-constexpr std::size_t kHeaderSlot = 16;  // per TX chain: one virtio_net_hdr_v1, 16-byte aligned
+// Per TX chain: one virtio_net_hdr_v1, 16-byte aligned, then with indirect descriptors the chain's table of two
+// (header, frame).
+constexpr std::size_t kHeaderSlot = 16;
+constexpr std::size_t kIndirectSlot = kHeaderSlot + 2 * sizeof(vring_desc);
+static_assert(sizeof(vring_desc) == sizeof(vring_packed_desc));
 constexpr std::uint32_t kControlQueue = 16;
 constexpr std::size_t kControlBuffer = 2048;
 constexpr std::size_t kAckOffset = 1024;  // commands up to 1 KiB, then the ack byte
@@ -246,6 +251,7 @@ void VirtioNet::negotiate() {
     take(VIRTIO_F_ACCESS_PLATFORM);  // offered: accepted (a device may refuse FEATURES_OK without it)
     packed_ = take(VIRTIO_F_RING_PACKED, o.packed);
     event_idx_ = take(VIRTIO_RING_F_EVENT_IDX, o.event_idx);
+    indirect_ = take(VIRTIO_RING_F_INDIRECT_DESC, o.indirect);
     take(VIRTIO_NET_F_MAC);
     take(VIRTIO_NET_F_STATUS);
     take(VIRTIO_NET_F_MTU);
@@ -408,7 +414,9 @@ void VirtioNet::setup_queues(dma::IovaAllocator& iovas, std::span<dma::BufferPoo
 
     // Ring memory: one page-aligned block per queue (descriptors, driver area, device area, TX header slots).
     const QueueLayout rx_l = layout(packed_, rx_size_, 0);
-    const QueueLayout tx_l = layout(packed_, tx_size_, (tx_size_ / 2) * kHeaderSlot);
+    const std::uint32_t tx_chain = indirect_ ? 1 : 2;
+    const std::size_t tx_slot = indirect_ ? kIndirectSlot : kHeaderSlot;
+    const QueueLayout tx_l = layout(packed_, tx_size_, (tx_size_ / tx_chain) * tx_slot);
     const QueueLayout ctrl_l = layout(packed_, ctrl ? ctrl_size : 2, kControlBuffer);
     const std::size_t total = o.rx_queues * rx_l.bytes + o.tx_queues * tx_l.bytes + (ctrl ? ctrl_l.bytes : 0);
     dma::MemoryOptions mem;
@@ -462,10 +470,10 @@ void VirtioNet::setup_queues(dma::IovaAllocator& iovas, std::span<dma::BufferPoo
     for (std::uint16_t q = 0; q < o.tx_queues; ++q) {
         TxQueue& t = tx_[q];
         t.vq = static_cast<std::uint16_t>(2 * q + 1);
-        t.slots.assign(tx_size_ / 2, TxSlot{nullptr, 0});
+        t.slots.assign(tx_size_ / tx_chain, TxSlot{nullptr, 0});
         t.headers = at + tx_l.headers;
         t.headers_iova = ring_mapping_.iova_of(t.headers);
-        t.notify = program(t.vq, tx_l, tx_size_, 2, VIRTIO_MSI_NO_VECTOR, t.split, t.packed, "tx queue");
+        t.notify = program(t.vq, tx_l, tx_size_, tx_chain, VIRTIO_MSI_NO_VECTOR, t.split, t.packed, "tx queue");
         if (packed_)
             t.packed->set_interrupts(false);
         else
@@ -776,7 +784,9 @@ std::uint16_t VirtioNet::tx_on(std::uint16_t queue, TxQueue& q, R& ring, std::sp
             break;
         }
         const std::uint16_t id = ring.next_id();
-        auto* h = reinterpret_cast<virtio_net_hdr_v1*>(q.headers + std::size_t{id} * kHeaderSlot);
+        std::byte* slot = q.headers + std::size_t{id} * (indirect_ ? kIndirectSlot : kHeaderSlot);
+        const std::uint64_t slot_iova = q.headers_iova + std::size_t{id} * (indirect_ ? kIndirectSlot : kHeaderSlot);
+        auto* h = reinterpret_cast<virtio_net_hdr_v1*>(slot);
         std::memset(h, 0, sizeof *h);
         if (p.flags & pkt::TX_MASK) [[unlikely]] {
             // Only the L4 checksum has a virtio form (NEEDS_CSUM), one of TCP or UDP, inside the frame.
@@ -791,9 +801,23 @@ std::uint16_t VirtioNet::tx_on(std::uint16_t queue, TxQueue& q, R& ring, std::sp
             h->csum_start = static_cast<std::uint16_t>(start);
             h->csum_offset = static_cast<std::uint16_t>(field);
         }
-        const Segment segs[2] = {{q.headers_iova + std::size_t{id} * kHeaderSlot, header_bytes, false},
-                                 {p.iova, len, false}};
-        ring.add(segs);
+        if (indirect_) {
+            // The table: header then frame; split tables link with NEXT, packed ones are read in order.
+            if constexpr (std::is_same_v<R, virtio::PackedRing>) {
+                auto* table = reinterpret_cast<vring_packed_desc*>(slot + kHeaderSlot);
+                table[0] = vring_packed_desc{slot_iova, header_bytes, 0, 0};
+                table[1] = vring_packed_desc{p.iova, len, 0, 0};
+            } else {
+                auto* table = reinterpret_cast<vring_desc*>(slot + kHeaderSlot);
+                table[0] = vring_desc{slot_iova, header_bytes, VRING_DESC_F_NEXT, 1};
+                table[1] = vring_desc{p.iova, len, 0, 0};
+            }
+            const Segment seg{slot_iova + kHeaderSlot, 2 * sizeof(vring_desc), false, true};
+            ring.add(&seg);
+        } else {
+            const Segment segs[2] = {{slot_iova, header_bytes, false}, {p.iova, len, false}};
+            ring.add(segs);
+        }
         q.slots[id] = TxSlot{p.pool, p.buf};
         ++n;
         bytes += len;

@@ -26,6 +26,7 @@ namespace bardrive::nic {
 struct VirtioNetOptions : PortOptions {
     bool packed = true;             // packed virtqueues (VIRTIO_F_RING_PACKED) when the device offers them, else split
     bool event_idx = true;          // VIRTIO_RING_F_EVENT_IDX notification suppression when offered
+    bool indirect = true;           // TX through indirect descriptors (VIRTIO_RING_F_INDIRECT_DESC) when offered
     int control_timeout_ms = 2000;  // how long a control-queue command (filters, queues, MAC) may take
 };
 
@@ -52,8 +53,11 @@ struct VirtioNetOptions : PortOptions {
 //   12 + max(max_frame, 1514) bytes. With VIRTIO_NET_F_GUEST_CSUM (PortOptions::rx_checksum) a frame the
 //   device marks DATA_VALID reports pkt::RX_L4_CHECKED; one marked NEEDS_CSUM (a local sender's partial
 //   checksum) gets its checksum completed in software and reports the same.
-// - TX: the header goes in a per-chain header slot in ring memory, followed by the frame's own buffer:
-//   a 2-descriptor chain, so a TX queue of N descriptors holds N/2 frames in flight. The frame stays
+// - TX: the header goes in a per-chain header slot in ring memory, followed by the frame's own buffer.
+//   With VIRTIO_RING_F_INDIRECT_DESC (VirtioNetOptions::indirect) the two are an indirect table in that
+//   slot and a frame takes one ring descriptor, so a TX queue of N descriptors holds N frames in flight
+//   (the kernel's virtio_net reaches N by pushing the header into the skb's headroom); without it, a
+//   2-descriptor chain and N/2 frames. The frame stays
 //   where the caller put it (buffer offset 0, no headroom needed). pkt::TX_TCP_CSUM / TX_UDP_CSUM with
 //   l2_len/l3_len -> NEEDS_CSUM with csum_start/csum_offset (VIRTIO_NET_F_CSUM; the checksum field holds
 //   the pseudo-header's sum, as for the Intel parts); TX_IP_CSUM and TX_VLAN have no virtio equivalent
@@ -112,8 +116,9 @@ public:
     std::uint64_t negotiated_features() const noexcept { return features_; }
     bool packed() const noexcept { return packed_; }
     bool event_idx() const noexcept { return event_idx_; }
+    bool indirect() const noexcept { return indirect_; }              // TX frames take one ring descriptor each
     std::uint32_t rx_ring_size() const noexcept { return rx_size_; }  // descriptors per RX queue
-    std::uint32_t tx_ring_size() const noexcept { return tx_size_; }  // descriptors per TX queue (2 per frame)
+    std::uint32_t tx_ring_size() const noexcept { return tx_size_; }  // descriptors per TX queue (see TX above)
     std::uint16_t mtu() const noexcept { return mtu_; }               // the device's (VIRTIO_NET_F_MTU), else 0
     std::uint16_t max_queue_pairs() const noexcept { return max_pairs_; }
     // Why a queue stopped (virtio::Fault::none while it runs).
@@ -213,6 +218,7 @@ private:
     std::uint32_t port_features_ = 0;
     bool packed_ = false;
     bool event_idx_ = false;
+    bool indirect_ = false;
     bool interrupts_ = false;
     std::uint32_t rx_size_ = 0;
     std::uint32_t tx_size_ = 0;

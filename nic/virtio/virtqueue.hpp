@@ -3,7 +3,8 @@
 // suppression (VIRTIO_RING_F_EVENT_IDX) and the doorbell decision. The driver (nic::VirtioNet) adds the
 // doorbell write and what each chain carries; unit tests play the device over the same memory.
 //
-// Every chain of a queue has the same number of descriptors (RX: 1, TX: 2, control: 2), so a chain's id
+// Every chain of a queue has the same number of descriptors (RX: 1, TX: 1 through an indirect table or 2,
+// control: 2), so a chain's id
 // (what add() returns, what the device reports used) names fixed descriptors: split chain c is descriptors
 // c*chain .. c*chain+chain-1, linked once; a packed chain takes the next `chain` ring slots with buffer
 // id c. A queue of `size` descriptors holds size / chain chains.
@@ -36,6 +37,9 @@ struct Segment {
     std::uint64_t addr = 0;  // IOVA
     std::uint32_t len = 0;
     bool device_writes = false;  // VRING_DESC_F_WRITE: the device writes it (RX buffers, control acks)
+    // VRING_DESC_F_INDIRECT (VIRTIO_RING_F_INDIRECT_DESC): addr/len name a table of descriptors in the driver's
+    // memory, which the device reads (never writes) to find the buffers
+    bool indirect = false;
 };
 
 // A chain the device has finished with, once checked.
@@ -212,7 +216,8 @@ inline std::uint16_t SplitRing::add(const Segment* segs) noexcept {
         d->addr = segs[j].addr;
         d->len = segs[j].len;
         d->flags = static_cast<std::uint16_t>((j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) |
-                                              (segs[j].device_writes ? VRING_DESC_F_WRITE : 0));
+                                              (segs[j].device_writes ? VRING_DESC_F_WRITE : 0) |
+                                              (segs[j].indirect ? VRING_DESC_F_INDIRECT : 0));
         // d->next was linked at construction
     }
     avail_->ring[avail_idx_ & mask_] = static_cast<std::uint16_t>(head);
@@ -270,7 +275,8 @@ inline std::uint16_t PackedRing::add(const Segment* segs) noexcept {
         d.len = segs[j].len;
         d.id = id;
         const auto flags = static_cast<std::uint16_t>(lap_flags(wrap) | (j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) |
-                                                      (segs[j].device_writes ? VRING_DESC_F_WRITE : 0));
+                                                      (segs[j].device_writes ? VRING_DESC_F_WRITE : 0) |
+                                                      (segs[j].indirect ? VRING_DESC_F_INDIRECT : 0));
         if (j == 0)
             head_flags = flags;
         else

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -132,18 +133,24 @@ void store_release(T& word, T v) {
 
 }  // namespace
 
-TEST_CASE("virtio: frames both ways byte-exact and counted, 64 and 1514 bytes, each ring format") {
+TEST_CASE("virtio: frames both ways byte-exact and counted, 64 and 1514 bytes, each ring format and TX layout") {
     Bed bed;
     for (bool packed : formats(bed)) {
-        for (bool event_idx : {true, false}) {
-            DYNAMIC_SECTION((packed ? "packed" : "split") << (event_idx ? ", event idx" : ", no event idx")) {
+        for (auto [event_idx, indirect] : {std::pair{true, true}, {false, true}, {true, false}}) {
+            DYNAMIC_SECTION((packed ? "packed" : "split") << (event_idx ? ", event idx" : ", no event idx")
+                                                          << (indirect ? ", indirect TX" : ", 2-descriptor TX")) {
                 VirtioNetOptions o;
                 o.packed = packed;
                 o.event_idx = event_idx;
+                o.indirect = indirect;
                 auto a = bed.open(*bed.a, o);
                 auto b = bed.open(*bed.b, o);
                 CHECK(a->packed() == packed);
                 CHECK(a->event_idx() == (event_idx && bed.offers(VIRTIO_RING_F_EVENT_IDX)));
+                CHECK(a->indirect() == (indirect && bed.offers(VIRTIO_RING_F_INDIRECT_DESC)));
+                // a full TX ring holds a frame per descriptor with indirect tables, else one per two
+                a->tx_reclaim(0);
+                CHECK(a->tx_free_slots(0) == a->tx_ring_size() / (a->indirect() ? 1 : 2));
                 CHECK(std::string(a->driver()) == "virtio-net");
                 CHECK(a->link_up());
                 CHECK(a->mac() != b->mac());

@@ -179,6 +179,45 @@ TEST_CASE("split: two-descriptor chains are linked once and ids name their heads
     }
 }
 
+TEST_CASE("indirect: a chain of one descriptor naming the driver's table, in both layouts, never writable") {
+    // What VirtioNet's TX does with VIRTIO_RING_F_INDIRECT_DESC: one ring descriptor per frame.
+    const Segment table{0x7000, 32, false, true};
+    {
+        SplitMem m(4);
+        SplitRing ring(m.d(), m.a(), m.u(), 4, 1, false);
+        SplitDevice dev{m};
+        CHECK(ring.chains() == 4);
+        for (std::uint16_t i = 0; i < 4; ++i) CHECK(ring.add(&table) == i);
+        CHECK(ring.publish());
+        const std::uint16_t head = dev.take();
+        CHECK(m.d()[head].addr == 0x7000);
+        CHECK(m.d()[head].len == 32);
+        CHECK(m.d()[head].flags == VRING_DESC_F_INDIRECT);  // no NEXT, no WRITE
+        dev.use(head, 1);  // a device that claims to have written into a read-only chain lies
+        Used u;
+        CHECK_FALSE(ring.pop(u));
+        CHECK(ring.fault() == Fault::used_len_too_long);
+    }
+    {
+        PackedMem m(4);
+        PackedRing ring(m.desc.data(), &m.driver, &m.device, 4, 1, false);
+        PackedDevice dev{m};
+        CHECK(ring.chains() == 4);
+        CHECK(ring.add(&table) == 0);
+        CHECK(ring.publish());
+        auto c = dev.take();
+        REQUIRE(c.size() == 1);
+        CHECK(c[0].addr == 0x7000);
+        CHECK(c[0].len == 32);
+        CHECK((c[0].flags & (VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT | VRING_DESC_F_WRITE)) == VRING_DESC_F_INDIRECT);
+        dev.use(c[0].id, 0, 1);
+        Used u;
+        REQUIRE(ring.pop(u));
+        CHECK((u.id == 0 && u.len == 0));
+        CHECK(ring.fault() == Fault::none);
+    }
+}
+
 TEST_CASE("split: many laps wrap the ring and the 16-bit indexes") {
     for (bool event_idx : {false, true}) {
         INFO("event_idx " << event_idx);
