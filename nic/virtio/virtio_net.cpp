@@ -587,8 +587,8 @@ void VirtioNet::control(std::uint8_t cls, std::uint8_t cmd, std::span<const std:
     ctrl_.buf[1] = std::byte{cmd};
     std::memcpy(ctrl_.buf + 2, data.data(), data.size());
     ctrl_.buf[kAckOffset] = std::byte{0xff};  // neither OK nor ERR until the device writes it
-    const Segment segs[2] = {{ctrl_.iova, static_cast<std::uint32_t>(2 + data.size()), false},
-                             {ctrl_.iova + kAckOffset, 1, true}};
+    const Segment segs[2] = {{ctrl_.iova, static_cast<std::uint32_t>(2 + data.size()), 0},
+                             {ctrl_.iova + kAckOffset, 1, VRING_DESC_F_WRITE}};
     auto run = [&](auto& ring) {
         ring.add(segs);
         if (ring.publish()) transport_.notify(ctrl_.notify, ctrl_.vq);
@@ -678,7 +678,7 @@ void VirtioNet::refill(RxQueue& q, R& ring) noexcept {
     const std::size_t stride = q.pool->stride();
     for (std::uint32_t i = 0; i < k; ++i) {
         const std::size_t off = std::size_t{idx[i]} * stride;
-        const Segment s{first.iova + off, q.buf_len, true};
+        const Segment s{first.iova + off, q.buf_len, VRING_DESC_F_WRITE};
         const std::uint16_t id = ring.add(&s);
         Packet& slot = q.slots[id];
         slot.data = reinterpret_cast<std::uint8_t*>(first.data + off);
@@ -714,7 +714,7 @@ std::uint16_t VirtioNet::rx_on(std::uint16_t queue, RxQueue& q, R& ring, std::sp
         Packet p = q.slots[u.id];
         if (u.len < header_bytes + ETH_HEADER_LEN) [[unlikely]] {
             ++q.stats.bad_length;  // not even a header and an Ethernet header: the buffer goes back at once
-            const Segment s{p.iova, q.buf_len, true};
+            const Segment s{p.iova, q.buf_len, VRING_DESC_F_WRITE};
             q.slots[ring.add(&s)] = p;
             continue;
         }
@@ -812,10 +812,10 @@ std::uint16_t VirtioNet::tx_on(std::uint16_t queue, TxQueue& q, R& ring, std::sp
                 table[0] = vring_desc{slot_iova, header_bytes, VRING_DESC_F_NEXT, 1};
                 table[1] = vring_desc{p.iova, len, 0, 0};
             }
-            const Segment seg{slot_iova + kHeaderSlot, 2 * sizeof(vring_desc), false, true};
+            const Segment seg{slot_iova + kHeaderSlot, 2 * sizeof(vring_desc), VRING_DESC_F_INDIRECT};
             ring.add(&seg);
         } else {
-            const Segment segs[2] = {{slot_iova, header_bytes, false}, {p.iova, len, false}};
+            const Segment segs[2] = {{slot_iova, header_bytes, 0}, {p.iova, len, 0}};
             ring.add(segs);
         }
         q.slots[id] = TxSlot{p.pool, p.buf};

@@ -36,10 +36,10 @@ namespace bardrive::nic::virtio {
 struct Segment {
     std::uint64_t addr = 0;  // IOVA
     std::uint32_t len = 0;
-    bool device_writes = false;  // VRING_DESC_F_WRITE: the device writes it (RX buffers, control acks)
-    // VRING_DESC_F_INDIRECT (VIRTIO_RING_F_INDIRECT_DESC): addr/len name a table of descriptors in the driver's
-    // memory, which the device reads (never writes) to find the buffers
-    bool indirect = false;
+    // VRING_DESC_F_WRITE: the device writes it (RX buffers, control acks). VRING_DESC_F_INDIRECT
+    // (VIRTIO_RING_F_INDIRECT_DESC): addr/len name a table of descriptors in the driver's memory, which the
+    // device reads to find the buffers. Both layouts give the two flags the same bits.
+    std::uint16_t flags = 0;
 };
 
 // A chain the device has finished with, once checked.
@@ -208,16 +208,14 @@ private:
 
 inline std::uint16_t SplitRing::add(const Segment* segs) noexcept {
     std::uint32_t writable = 0;
-    for (std::uint32_t j = 0; j < chain_; ++j) writable += segs[j].device_writes ? segs[j].len : 0;
+    for (std::uint32_t j = 0; j < chain_; ++j) writable += (segs[j].flags & VRING_DESC_F_WRITE) ? segs[j].len : 0;
     const std::uint16_t id = take(writable);
     const std::uint32_t head = std::uint32_t{id} * chain_;
     vring_desc* d = desc_ + head;
     for (std::uint32_t j = 0; j < chain_; ++j, ++d) {
         d->addr = segs[j].addr;
         d->len = segs[j].len;
-        d->flags = static_cast<std::uint16_t>((j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) |
-                                              (segs[j].device_writes ? VRING_DESC_F_WRITE : 0) |
-                                              (segs[j].indirect ? VRING_DESC_F_INDIRECT : 0));
+        d->flags = static_cast<std::uint16_t>((j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) | segs[j].flags);
         // d->next was linked at construction
     }
     avail_->ring[avail_idx_ & mask_] = static_cast<std::uint16_t>(head);
@@ -259,7 +257,7 @@ inline bool SplitRing::pop(Used& out) noexcept {
 
 inline std::uint16_t PackedRing::add(const Segment* segs) noexcept {
     std::uint32_t writable = 0;
-    for (std::uint32_t j = 0; j < chain_; ++j) writable += segs[j].device_writes ? segs[j].len : 0;
+    for (std::uint32_t j = 0; j < chain_; ++j) writable += (segs[j].flags & VRING_DESC_F_WRITE) ? segs[j].len : 0;
     const std::uint16_t id = take(writable);
     // avail = the lap's wrap counter, used = its inverse (2.8.1).
     const auto lap_flags = [](bool wrap) -> std::uint16_t {
@@ -274,9 +272,8 @@ inline std::uint16_t PackedRing::add(const Segment* segs) noexcept {
         d.addr = segs[j].addr;
         d.len = segs[j].len;
         d.id = id;
-        const auto flags = static_cast<std::uint16_t>(lap_flags(wrap) | (j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) |
-                                                      (segs[j].device_writes ? VRING_DESC_F_WRITE : 0) |
-                                                      (segs[j].indirect ? VRING_DESC_F_INDIRECT : 0));
+        const auto flags =
+            static_cast<std::uint16_t>(lap_flags(wrap) | (j + 1 < chain_ ? VRING_DESC_F_NEXT : 0) | segs[j].flags);
         if (j == 0)
             head_flags = flags;
         else

@@ -51,7 +51,7 @@ struct SplitDevice {
     }
 };
 
-Segment rx_seg(std::uint64_t addr, std::uint32_t len = 2048) { return Segment{addr, len, true}; }
+Segment rx_seg(std::uint64_t addr, std::uint32_t len = 2048) { return Segment{addr, len, VRING_DESC_F_WRITE}; }
 
 // Ring memory for a packed queue.
 struct PackedMem {
@@ -153,7 +153,7 @@ TEST_CASE("split: two-descriptor chains are linked once and ids name their heads
     SplitRing ring(m.d(), m.a(), m.u(), 8, 2, false);
     SplitDevice dev{m};
     CHECK(ring.chains() == 4);
-    Segment tx[2] = {{0x500, 12, false}, {0x9000, 60, false}};
+    Segment tx[2] = {{0x500, 12, 0}, {0x9000, 60, 0}};
     CHECK(ring.add(tx) == 0);
     CHECK(ring.add(tx) == 1);
     ring.publish();
@@ -181,7 +181,7 @@ TEST_CASE("split: two-descriptor chains are linked once and ids name their heads
 
 TEST_CASE("indirect: a chain of one descriptor naming the driver's table, in both layouts, never writable") {
     // What VirtioNet's TX does with VIRTIO_RING_F_INDIRECT_DESC: one ring descriptor per frame.
-    const Segment table{0x7000, 32, false, true};
+    const Segment table{0x7000, 32, VRING_DESC_F_INDIRECT};
     {
         SplitMem m(4);
         SplitRing ring(m.d(), m.a(), m.u(), 4, 1, false);
@@ -360,7 +360,7 @@ TEST_CASE("packed: chains written with the lap's wrap bits, the head's flags las
     PackedRing ring(m.desc.data(), &m.driver, &m.device, 8, 2, false);
     PackedDevice dev{m};
     CHECK(m.driver.flags == VRING_PACKED_EVENT_FLAG_DISABLE);
-    Segment tx[2] = {{0x500, 12, false}, {0x9000, 60, false}};
+    Segment tx[2] = {{0x500, 12, 0}, {0x9000, 60, 0}};
     CHECK(ring.add(tx) == 0);
     CHECK(ring.add(tx) == 1);
     CHECK(ring.publish());  // device event flags 0 = ENABLE
