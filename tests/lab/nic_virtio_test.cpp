@@ -136,7 +136,8 @@ void store_release(T& word, T v) {
 TEST_CASE("virtio: frames both ways byte-exact and counted, 64 and 1514 bytes, each ring format and TX layout") {
     Bed bed;
     for (bool packed : formats(bed)) {
-        for (auto [event_idx, indirect] : {std::pair{true, true}, {false, true}, {true, false}}) {
+        // each feature on and off, in two sections (a lap of every ring costs TCG time)
+        for (auto [event_idx, indirect] : {std::pair{true, true}, {false, false}}) {
             DYNAMIC_SECTION((packed ? "packed" : "split") << (event_idx ? ", event idx" : ", no event idx")
                                                           << (indirect ? ", indirect TX" : ", 2-descriptor TX")) {
                 VirtioNetOptions o;
