@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/spin.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
@@ -76,7 +77,10 @@ int main(int argc, char** argv) try {
             nic::Port::release(got[i]);
         }
         frames += n;
-        if (n) last = now;
+        if (n)
+            last = now;
+        else
+            spin_pause();
         if (count && frames >= count) break;
         if (now - start >= std::chrono::seconds(seconds)) break;
         if (idle_s && now - last >= std::chrono::seconds(idle_s)) break;

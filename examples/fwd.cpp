@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/spin.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
@@ -59,8 +60,10 @@ int main(int argc, char** argv) try {
     auto now = std::chrono::steady_clock::now(), next_publish = now;
     const auto end = now + std::chrono::seconds(seconds);
     while ((now = std::chrono::steady_clock::now()) < end) {
-        ab += forward(*a, *b);
-        ba += forward(*b, *a);
+        const std::uint32_t moved_ab = forward(*a, *b), moved_ba = forward(*b, *a);
+        ab += moved_ab;
+        ba += moved_ba;
+        if (moved_ab + moved_ba == 0) spin_pause();
         if (now >= next_publish) {  // off the data path: every 100 ms
             housekeeping(*a, a_stats);
             housekeeping(*b, b_stats);

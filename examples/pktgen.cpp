@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/spin.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "examples/common.hpp"
@@ -52,7 +53,10 @@ int main(int argc, char** argv) try {
         auto q = static_cast<std::uint16_t>(sent / batch % queues);
         std::uint16_t took = port->tx_burst(q, std::span(pkts, k));
         for (std::uint32_t i = took; i < k; ++i) nic::Port::release(pkts[i]);
-        if (took == 0) port->tx_reclaim(q);
+        if (took == 0) {  // the ring is full: take back what the device sent, then wait
+            port->tx_reclaim(q);
+            spin_pause();
+        }
         sent += took;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -3,7 +3,7 @@
 # XDP, AF_XDP, xdp-trafficgen, pktgen) on NIC B, then on a VF of it (--vf: bardrive's igbvf against the kernel's
 # igbvf), then nic-rss (RSS over 1, 2, 4 queues). Run from the project root:
 #   lab/lab run basic --bind 0000:03:00.0 --timeout 1500 --count-instructions -- bench/nic/nic-lab.sh build/bench/nic/nic-vs-xdp build/bench/nic/nic-rss
-# (--count-instructions adds nic-vs-xdp's guest instructions per frame; without it those columns say "-").
+# (--count-instructions adds guest instructions per frame: nic-vs-xdp's columns, nic-rss's counted rows; without it they say "-" or are left out).
 # FRAMES (default 10000 per row) and RSS-FRAMES (default 40000 per queue count) may follow.
 # Exit: 0 when all pass, 77 when one could not run and nothing failed, 1 otherwise.
 usage="usage: nic-lab.sh NIC-VS-XDP NIC-RSS [FRAMES] [RSS-FRAMES]"

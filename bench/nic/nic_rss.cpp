@@ -7,6 +7,10 @@
 // driver counted on q, and each received frame must sit in the queue its hash names. The sender keeps
 // at most 256 frames in flight (QEMU's igb drops silently, uncounted, what finds no free descriptor).
 // Each RX queue refills from its own dma::BufferPool (Igb's per-queue pools), so the threads share no lock.
+// Under `lab/lab run --count-instructions` each queue count runs a second time, counted: every receive thread
+// pinned to vCPU 1 (the sender stays on vCPU 0), and the guest instructions vCPU 1 executed over the row
+// (bench/nic/insn_count.hpp: kernel, interrupts and scheduling included) per frame received, split into the
+// polls that received (with the frames' handling) and the empty ones.
 
 #include <arpa/inet.h>
 
@@ -22,8 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "bench/nic/insn_count.hpp"
 #include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
+#include "core/spin.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "nic/port.hpp"
@@ -43,6 +49,7 @@ constexpr std::uint32_t kLen = 60;                                 // 64 bytes o
 constexpr std::uint32_t kPayload = 42;                             // after Ethernet, IPv4, UDP: flow, seq
 constexpr std::uint32_t kBatch = 32;
 constexpr std::uint64_t kInFlight = 256;
+constexpr unsigned kSendCpu = 0, kRecvCpu = 1;  // the counted rows' vCPUs
 
 std::uint16_t ip_checksum(const std::uint8_t* h) {
     std::uint32_t sum = 0;
@@ -105,16 +112,27 @@ struct QueueCount {
     unsigned flows = 0;
 };
 
+// Guest instructions on the receiving vCPU over a counted row (-1: not counted).
+struct RecvInsns {
+    double all = -1;             // everything vCPU 1 executed from the first send to the last receive thread's end
+    double polls_received = -1;  // in rx_bursts that returned frames, with the frames' handling (bucket 0)
+    double empty_polls = -1;     // in rx_bursts that returned none, with the yield after them (bucket 1)
+};
+
 struct RunResult {
     unsigned queues = 0;
+    bool counted = false;  // receive threads pinned to kRecvCpu, instructions counted
+    RecvInsns insns;
     std::uint64_t sent = 0, received = 0;
     double seconds = 0;
     std::vector<QueueCount> q;
     nic::DeviceStats dev;
 };
 
+bench::InsnCounter insn_counter;
+
 RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma::BufferPool& tx_pool,
-              vfio::Device& b_dev, unsigned queues, std::uint64_t count, unsigned flows) {
+              vfio::Device& b_dev, unsigned queues, std::uint64_t count, unsigned flows, bool counted) {
     std::vector<std::unique_ptr<dma::BufferPool>> rx_pools;
     std::vector<dma::BufferPool*> pool_ptrs;
     for (unsigned q = 0; q < queues; ++q) {
@@ -127,6 +145,7 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma
     nic::Port& b = *port_b;
     RunResult r;
     r.queues = queues;
+    r.counted = counted;
     r.q.resize(queues);
     std::vector<unsigned> flow_queue(flows);
     for (unsigned f = 0; f < flows; ++f) {
@@ -140,22 +159,28 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma
     std::atomic<std::uint64_t> received{0};
     std::atomic<bool> sending{true};
     std::atomic<std::int64_t> last_ns{0};
+    std::atomic<unsigned> pinned{0};
     Clock::time_point t0 = Clock::now();
     std::vector<std::thread> threads;
     for (unsigned q = 0; q < queues; ++q)
         threads.emplace_back([&, q] {
+            if (counted) bench::pin_thread(kRecvCpu);  // main() counts only with 2 vCPUs or more
+            ++pinned;
             QueueCount& c = r.q[q];
             nic::Packet got[kBatch];
             std::uint16_t n = 0;
             Clock::time_point idle = Clock::now();
             for (;;) {
+                bench::insn_start();  // bucket 0: a poll that received and its frames' handling, 1: an empty poll
                 for (std::uint16_t i = 0; i < n; ++i) nic::Port::release(got[i]);
                 n = b.rx_burst(static_cast<std::uint16_t>(q), got);
                 Clock::time_point now = Clock::now();
                 if (n == 0) {
                     bool done = !sending.load() && received.load() >= r.sent;
                     if (done || now - idle > std::chrono::seconds(2)) break;
-                    std::this_thread::yield();  // 4 threads on 2 vCPUs: let the others run
+                    std::this_thread::yield();  // more threads than vCPUs: let the others run
+                    spin_pause();
+                    bench::insn_add<1>();
                     continue;
                 }
                 idle = now;
@@ -170,10 +195,13 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma
                 }
                 received += n;
                 last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0).count();
+                bench::insn_add<0>();
             }
             for (std::uint16_t i = 0; i < n; ++i) nic::Port::release(got[i]);
         });
-    bench::pin_thread(0);
+    bench::pin_thread(kSendCpu);
+    while (pinned.load() < queues) std::this_thread::yield();
+    const std::uint64_t m0 = counted ? insn_counter.mark() : 0;
     std::vector<std::uint32_t> seq(flows, 0);
     std::uint64_t sent = 0;
     Clock::time_point stall = Clock::now();
@@ -181,6 +209,7 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma
         if (sent - received.load() >= kInFlight) {
             if (Clock::now() - stall > std::chrono::seconds(2)) break;  // frames lost: stop, the table shows them
             a.tx_reclaim(0);
+            spin_pause();
             continue;
         }
         stall = Clock::now();
@@ -205,6 +234,15 @@ RunResult run(vfio::Domain& domain, dma::IovaAllocator& iovas, nic::Port& a, dma
     r.sent = sent;
     sending = false;
     for (auto& t : threads) t.join();
+    if (counted) {
+        auto x = insn_counter.get(m0), y = insn_counter.get(insn_counter.mark());
+        if (x && y && received.load()) {
+            const double frames = static_cast<double>(received.load());
+            r.insns.all = static_cast<double>(y->since(*x, kRecvCpu)) / frames;
+            r.insns.polls_received = static_cast<double>(y->bucket_since(*x, 0, kRecvCpu)) / frames;
+            r.insns.empty_polls = static_cast<double>(y->bucket_since(*x, 1, kRecvCpu)) / frames;
+        }
+    }
     while (a.tx_reclaim(0)) {
     }
     r.received = received.load();
@@ -250,7 +288,10 @@ int main(int argc, char** argv) try {
     auto a = nic::open_port(a_dev, iovas, a_rx_pool);
     std::vector<RunResult> results;
     for (unsigned queues : {1u, 2u, 4u})
-        results.push_back(run(domain, iovas, *a, tx_pool, b_dev, queues, count, flows));
+        results.push_back(run(domain, iovas, *a, tx_pool, b_dev, queues, count, flows, false));
+    if (insn_counter.available() && std::thread::hardware_concurrency() > kRecvCpu)
+        for (unsigned queues : {1u, 2u, 4u})
+            results.push_back(run(domain, iovas, *a, tx_pool, b_dev, queues, count, flows, true));
 
     std::printf(
         "\n## RSS on NIC B: %llu IPv4/UDP frames of 64 bytes (wire) per run, %u flows, sender NIC A (bardrive, one "
@@ -261,9 +302,10 @@ int main(int argc, char** argv) try {
         "counted drops / wrong queue / foreign | accounted |\n|---:|---:|---:|---:|---:|---|---|\n");
     bool ok = true;
     double base = 0;
+    bool counted_header = false;
     for (const auto& r : results) {
         double kpps = r.seconds > 0 ? static_cast<double>(r.received) / r.seconds / 1e3 : 0;
-        if (r.queues == 1) base = kpps;
+        if (r.queues == 1 && !r.counted) base = kpps;
         std::string per;
         bool accounted = true;
         std::uint64_t got = 0;
@@ -280,6 +322,28 @@ int main(int argc, char** argv) try {
         }
         accounted = accounted && r.sent == count && got == r.received;
         ok = ok && accounted;
+        if (r.counted) {
+            if (!counted_header) {
+                std::printf(
+                    "\n## Guest instructions on the receiving vCPU: every receive thread pinned to vCPU %u, the sender "
+                    "on vCPU %u (QEMU's insn_count plugin; per frame received)\n\n"
+                    "| RX queues (threads) | kpps | received | accounted | vCPU %u: all | in polls that received | "
+                    "in empty polls | rest (kernel, interrupts, scheduling) |\n"
+                    "|---:|---:|---:|---|---:|---:|---:|---:|\n",
+                    kRecvCpu, kSendCpu, kRecvCpu);
+                counted_header = true;
+            }
+            const RecvInsns& i = r.insns;
+            if (i.all < 0) {
+                std::printf("| %u | %.1f | %llu | %s | - | - | - | - |\n", r.queues, kpps,
+                            static_cast<unsigned long long>(r.received), accounted ? "yes" : "NO");
+                continue;
+            }
+            std::printf("| %u | %.1f | %llu | %s | %.1f | %.1f | %.1f | %.1f |\n", r.queues, kpps,
+                        static_cast<unsigned long long>(r.received), accounted ? "yes" : "NO", i.all, i.polls_received,
+                        i.empty_polls, i.all - i.polls_received - i.empty_polls);
+            continue;
+        }
         std::printf("| %u | %.1f | %.2fx | %llu | %llu | %s | %s |\n", r.queues, kpps, base > 0 ? kpps / base : 0,
                     static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received), per.c_str(),
                     accounted ? "yes" : "NO");

@@ -7,11 +7,13 @@
 //   RX on B, one common sender (pktgen on A, burst 32, each frame reused: pktgen's clone_skb): the kernel's
 //   driver with XDP (`xdp-bench drop -p read-data`, native where the driver has it, else generic), an AF_XDP
 //   socket (copy mode; zero-copy when the driver takes it), then bardrive's rx_burst (B on vfio-pci),
-//   busy-polling, and with MSI-X interrupts (wait_rx after an empty poll, as NAPI sleeps between interrupts).
+//   busy-polling (spin_pause() after an empty poll, as a DPDK loop's rte_pause()), and with MSI-X interrupts
+//   (wait_rx after an empty poll, as NAPI sleeps between interrupts).
 //   TX on B, A dropping with XDP: pktgen (burst = batch, frames reused), `xdp-trafficgen udp`, the kernel's XDP
 //   transmit path driven as xdp-trafficgen drives it (BPF_PROG_RUN live frames, batch = its batch_size; our own
 //   2-instruction XDP_TX program, so every size and batch can be asked for), then bardrive's tx_burst of
-//   frames built once (only the sequence number is written per send). A path the driver lacks says SKIPPED.
+//   frames built once (only the sequence number is written per send; spin_pause() when the full ring took
+//   none). A path the driver lacks says SKIPPED.
 // Receivers run on CPU 1 (B's interrupts too), senders on CPU 0 (pktgen's kpktgend_0, A's interrupts).
 // Besides the rate, each row gives the CPU time per frame of the side being measured, because under TCG
 // the sender often sets the rate: kernel receivers and bardrive with interrupts: CPU 1's time taken from
@@ -54,6 +56,7 @@
 #include "bench/nic/kernel_port.hpp"
 #include "core/error.hpp"
 #include "core/fd.hpp"
+#include "core/spin.hpp"
 #include "dma/buffer_pool.hpp"
 #include "dma/iova_allocator.hpp"
 #include "nic/drivers.hpp"
@@ -603,10 +606,12 @@ void bardrive_tx(Tables& t, nic::Port& a, dma::BufferPool& pool, const KernelPor
                         std::uint16_t took = a.tx_burst(0, std::span(pkts, n));
                         for (std::uint32_t i = took; i < n; ++i) nic::Port::release(pkts[i]);
                         sent += took;
-                        if (took)
+                        if (took) {
                             bench::insn_add<0>();
-                        else
+                        } else {
+                            spin_pause();  // under TCG this ends the vCPU's turn: the receiver gets to run
                             bench::insn_add<1>();
+                        }
                     }
                     // done when the device has finished with every descriptor
                     bench::insn_start();
@@ -647,7 +652,10 @@ Clock::time_point receive_loop(nic::Port& b, std::uint32_t batch, Run& run, cons
             ++empty;
             ++empty_since;
             if (p0 - last > std::chrono::seconds(2)) break;
-            if (irq) b.wait_rx(0, 100);
+            if (irq)
+                b.wait_rx(0, 100);
+            else
+                spin_pause();
             bench::insn_add<1>();
             continue;
         }
