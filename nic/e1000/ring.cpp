@@ -44,9 +44,9 @@ void RxRing::repost(const Packet& p) noexcept {
 
 // Every buffer is posted large enough for a whole frame, so a chain means the device ignored SRRCTL:
 // the whole chain is dropped, through its EOP descriptor. Each dropped buffer goes back at the tail.
-// Returns whether the next descriptor is still inside a chain.
-bool RxRing::drop(const Packet& p, std::uint32_t status, bool chain) noexcept {
+std::uint32_t RxRing::drop(const Packet& p, std::uint32_t status, std::uint32_t whole) noexcept {
     const bool eop = status & e1000::rxd::EOP;
+    bool chain = whole != kWhole;
     if (!eop || chain) {
         ++counters_.chained;
         chain = !eop;
@@ -56,7 +56,7 @@ bool RxRing::drop(const Packet& p, std::uint32_t status, bool chain) noexcept {
         ++counters_.bad_length;
     }
     repost(p);
-    return chain;
+    return chain ? ~0u : kWhole;
 }
 
 std::uint32_t RxRing::drain(std::span<Packet> out) noexcept {

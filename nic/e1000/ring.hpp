@@ -13,7 +13,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -35,6 +37,7 @@ struct RxRingCounters {
     std::uint64_t frame_errors = 0;  // the device flagged the frame bad (RXE)
 };
 
+static_assert(offsetof(Packet, buf) == offsetof(Packet, len) + sizeof(Packet::len), "TxRing copies len, buf at once");
 static_assert(pkt::RX_VLAN == e1000::rxd::VP && pkt::RX_UDP == e1000::rxd::UDPCS &&
                   pkt::RX_L4_CHECKED == e1000::rxd::L4CS && pkt::RX_IP_CHECKED == e1000::rxd::IPCS &&
                   pkt::RX_L4_BAD == e1000::rxd::ERR_L4E && pkt::RX_IP_BAD == e1000::rxd::ERR_IPE,
@@ -77,8 +80,10 @@ public:
     std::uint32_t drain(std::span<Packet> out) noexcept;
 
 private:
+    static constexpr std::uint32_t kWhole = e1000::rxd::DD | e1000::rxd::EOP;  // a whole good frame's bits
     void repost(const Packet& p) noexcept;
-    bool drop(const Packet& p, std::uint32_t status, bool chain) noexcept;
+    // Counts and re-posts a done descriptor poll() will not hand out; `whole` and the result as in poll().
+    std::uint32_t drop(const Packet& p, std::uint32_t status, std::uint32_t whole) noexcept;
 
     e1000::AdvRxDesc* descs_;
     std::uint32_t mask_;
@@ -150,11 +155,12 @@ private:
     TxFormat format_;
     std::uint32_t tail_ = 0;
     std::uint32_t clean_ = 0;
-    // What giving a frame's buffer back needs, per descriptor (a context descriptor's: no pool).
+    // What giving a frame's buffer back needs, per descriptor (a context descriptor's: no pool). len and buf
+    // in Packet's order, so push copies both in one move.
     struct Slot {
         dma::BufferPool* pool;
-        std::uint32_t buf;
         std::uint32_t len;
+        std::uint32_t buf;
     };
     std::vector<Slot> storage_;
     Slot* slots_;  // storage_.data()
@@ -209,9 +215,9 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     // neither hand a buffer out twice nor keep this loop going past one lap.
     std::uint32_t look = std::min<std::uint32_t>(static_cast<std::uint32_t>(out.size()), posted());
     const std::uint32_t longest = buffer_size_ - ETH_HEADER_LEN;
-    // What (EOP | RXE) of a frame to hand out must read: EOP alone; inside a chain nothing matches, so
-    // the rest of the chain goes to drop() with the same single test.
-    std::uint32_t whole = in_chain_ ? ~0u : e1000::rxd::EOP;
+    // What (DD | EOP | RXE) of a frame to hand out reads: DD | EOP. Inside a chain nothing matches, so
+    // the rest of the chain goes the slow way with the same single test.
+    std::uint32_t whole = in_chain_ ? ~0u : kWhole;
     Packet* o = out.data();
     std::uint32_t clean = clean_;
     std::uint64_t bytes = 0;
@@ -222,13 +228,14 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         const Packet* slot = slots_ + clean;
         for (const e1000::AdvRxDesc* const end = begin + run; d != end; ++d, ++slot) {
             const std::uint32_t status = detail::load_acquire(d->wb.status_error);
-            if (!(status & e1000::rxd::DD)) break;
-            const std::uint32_t len = d->wb.length;
-            // Two tests for every check: the frame's last descriptor (EOP), not the rest of a chain, no
-            // frame error (RXE); from an Ethernet header up to the buffer's size (len - 14 wraps below 14).
-            if ((status & (e1000::rxd::EOP | e1000::rxd::ERR_RXE)) != whole || len - ETH_HEADER_LEN > longest)
-                [[unlikely]] {
-                whole = drop(*slot, status, whole != e1000::rxd::EOP) ? ~0u : e1000::rxd::EOP;
+            const std::uint32_t len = d->wb.length;  // read after DD (acquire); used only when DD was set
+            // Two tests for every check: written (DD), the frame's last descriptor (EOP), not the rest of a
+            // chain, no frame error (RXE); from an Ethernet header up to the buffer's size (len - 14 wraps
+            // below 14).
+            if ((status & (e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::ERR_RXE)) != whole ||
+                len - ETH_HEADER_LEN > longest) [[unlikely]] {
+                if (!(status & e1000::rxd::DD)) break;  // the device has not written it yet
+                whole = drop(*slot, status, whole);
                 continue;
             }
             *o = *slot;  // its len, flags, vlan, l2_len, l3_len are 0 (refill, post)
@@ -245,7 +252,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     }
     const auto n = static_cast<std::uint32_t>(o - out.data());
     clean_ = clean;
-    in_chain_ = whole != e1000::rxd::EOP;
+    in_chain_ = whole != kWhole;
     counters_.packets += n;
     counters_.bytes += bytes;
     return n;
@@ -284,7 +291,8 @@ template <bool Advanced>
             d->read.cmd_type_len = type | len;
             // PAYLEN (igb); 0 on the 82574, whose descriptor has no such field. Also clears a stale DD.
             d->read.olinfo_status = Advanced ? len << e1000::txd::PAYLEN_SHIFT : 0;
-            *slot = Slot{p->pool, p->buf, len};
+            slot->pool = p->pool;
+            std::memcpy(&slot->len, &p->len, sizeof slot->len + sizeof slot->buf);  // len, buf
             bytes += len;
         }
         const auto done = static_cast<std::uint32_t>(d - begin);
@@ -310,7 +318,7 @@ template <bool Advanced>
         data.read.buffer_addr = p->iova;
         data.read.cmd_type_len = cmd;
         data.read.olinfo_status = olinfo;
-        slots_[tail] = Slot{p->pool, p->buf, p->len};
+        slots_[tail] = Slot{p->pool, p->len, p->buf};
         bytes += p->len;
         tail = (tail + 1) & mask_;
         room -= 2;
@@ -347,8 +355,15 @@ inline std::uint32_t TxRing::reclaim_to_pools() noexcept {
     std::uint32_t clean = clean_;
     for (std::uint32_t left = n; left != 0;) {
         const std::uint32_t run = std::min(left, mask_ + 1 - clean);
-        for (const Slot *s = slots_ + clean, *const end = s + run; s != end; ++s)
-            if (s->pool) s->pool->free(s->buf);  // a context descriptor's slot has nothing to give back
+        for (const Slot *s = slots_ + clean, *const end = s + run; s != end;) {
+            dma::BufferPool* const pool = s->pool;
+            if (!pool) {  // a context descriptor's slot has nothing to give back
+                ++s;
+                continue;
+            }
+            dma::BufferPool::Returns back(*pool);  // the frames of one pool in a row, in one go
+            for (; s != end && s->pool == pool; ++s) back.free(s->buf);
+        }
         clean = (clean + run) & mask_;
         left -= run;
     }

@@ -64,10 +64,11 @@ TEST_CASE("e1000e: MSI-X: wait_rx sleeps until a frame lands; each frame raises 
         nic::write_test_frame(d, 100, b.mac(), a.mac(), i);
         Packet p{d, buf.iova, 100, buf.index, bed.pool.get()};
         REQUIRE(a.tx_burst(0, std::span(&p, 1)) == 1);
-        // The message itself, counted on the eventfd: 1, or 2 when QEMU's model repeats it, never 0.
+        // The message itself, counted on the eventfd: 1, or 2 when QEMU's model repeats it, never 0; 3 when the
+        // previous frame's repeat came late and lands in this count (once in 4 runs, 2026-11-26).
         std::uint64_t messages = bed.b->wait_irq(0, 5000);
         CHECK(messages >= 1);
-        CHECK(messages <= 2);
+        CHECK(messages <= 3);
         Packet got[4];
         std::uint16_t n = 0;
         REQUIRE(labenv::wait_for([&] { return (n = b.rx_burst(0, got)) != 0; }, std::chrono::seconds(2)));
