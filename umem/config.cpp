@@ -7,16 +7,17 @@ namespace bardrive::umem {
 
 std::uint32_t check(const Config& cfg) {
     const std::string what = "umem: configure pager";
-    if (cfg.page_size < min_page_size || cfg.page_size > (2u << 20) || (cfg.page_size & (cfg.page_size - 1)) != 0)
+    const std::uint64_t page_size = fixed_page_size(cfg);
+    if (page_size < min_page_size || page_size > (2u << 20) || (page_size & (page_size - 1)) != 0)
         throw Error(what, log::concat("page_size ", cfg.page_size), "not a power of two between 128 B and 2 MiB",
-                    "use the size of the objects read together (256 for 256-byte rows), or 4096, 65536, 2097152");
+                    "leave it out (automatic), or use the size of the objects read together (256 for 256-byte rows)");
     if (cfg.bytes == 0) throw Error(what, "bytes 0", "nothing to page", "give the array's size in bytes");
     if (cfg.frames == 0)
         throw Error(what, "frames 0", "the frame pool is empty", "give at least one frame (pool bytes / page size)");
     std::uint32_t shift = 0;
-    while ((1ull << shift) < cfg.page_size) ++shift;
+    while ((1ull << shift) < page_size) ++shift;
     // Rounded up without overflow: bytes near 2^64 would wrap (bytes + page_size - 1) to a tiny count.
-    const std::uint64_t pages = (cfg.bytes >> shift) + ((cfg.bytes & (cfg.page_size - 1)) != 0);
+    const std::uint64_t pages = (cfg.bytes >> shift) + ((cfg.bytes & (page_size - 1)) != 0);
     if (pages >= no_page)
         throw Error(what, log::concat(pages, " pages"), "more pages than a 32-bit page index holds",
                     "use a larger page size");
@@ -27,7 +28,8 @@ std::uint32_t check(const Config& cfg) {
 }
 
 std::uint64_t page_count(const Config& cfg) {
-    return cfg.bytes / cfg.page_size + (cfg.bytes % cfg.page_size != 0);  // no overflow near 2^64
+    const std::uint64_t p = fixed_page_size(cfg);
+    return cfg.bytes / p + (cfg.bytes % p != 0);  // no overflow near 2^64
 }
 
 Stats sum_stats(const std::uint64_t* counters, const std::uint64_t* ctl, const PagerView& v) {

@@ -122,14 +122,22 @@ public:
 
     __host__ __device__ std::uint64_t size() const { return view_.bytes / sizeof(T); }
     __host__ __device__ std::uint64_t per_page() const { return view_.page_size() / sizeof(T); }
-    __host__ __device__ std::uint64_t page_of(std::uint64_t i) const { return i / per_page(); }
+    // Shifts, not divisions: a 64-bit division costs a kernel dozens of instructions per access.
+    __host__ __device__ std::uint64_t page_of(std::uint64_t i) const { return (i * sizeof(T)) >> view_.page_shift; }
 
     // Warp-collective: all 32 lanes, converged, same page. The data stays where r.data points
     // until warp_release(r); every lane may read (and, with write, write) its elements.
+    // The whole page is noted as read (automatic page size); the overload below says what is.
     __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write = false) const {
+        return warp_acquire(page, write, page * per_page(), per_page());
+    }
+    // Same, noting that the warp reads elements [first, first + n) of the page: with the page size
+    // left out, this is what the pager learns the granularity from.
+    __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
         WarpGroup g = WarpGroup::self();
+        if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
         DeviceMover m = mover_;
-        std::byte* p = acquire(view_, page, write, g, m);
+        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T));
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
     // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:
@@ -147,8 +155,9 @@ public:
     // together every page one of them must fill (alone, a thread would need 32 round trips for 4 KiB).
     __device__ T get(std::uint64_t i) const {
         assert(i < size() && "umem: element index beyond the array");
-        const std::uint64_t page = page_of(i), at = i % per_page();
+        const std::uint64_t page = page_of(i), at = i & (per_page() - 1);
         const unsigned shard = WarpGroup::self().shard();
+        profile_note(view_, i * sizeof(T), sizeof(T));
         if (const std::byte* f = find_resident(view_, page)) {
             T x = load_cg(reinterpret_cast<const T*>(f) + at);
             unsigned together = __activemask();
@@ -163,7 +172,8 @@ public:
         bool done = false, waited = false;
         while (__any_sync(mask, !done)) {
             Step s{Step::wait, 0, no_page, 0};
-            if (!done) s = begin_access(view_, page, false, shard);
+            if (!done)
+                s = begin_access(view_, page, false, shard, sizeof(T), static_cast<std::uint32_t>(clock64() >> 2) ^ me);
             if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
                 const std::byte* p = s.kind == Step::hit ? view_.frame_data(s.frame) : view_.host_page(page);
                 x = load_cg(reinterpret_cast<const T*>(p) + at);

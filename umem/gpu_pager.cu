@@ -1,11 +1,13 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "umem/gpu.cuh"
 #include "umem/gpu_pager.hpp"
+#include "umem/hd.hpp"
 
 namespace bardrive::umem {
 
@@ -69,31 +71,45 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                "allocate it with cudaHostAlloc(..., cudaHostAllocMapped)");
     std::size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), "umem: cudaMemGetInfo", "device 0");
-    std::uint64_t pool = cfg.frames << shift;
-    if (pool + (64ull << 20) > free_b)
-        throw Error("umem: configure GPU pager", log::concat("frame pool ", pool >> 20, " MiB"),
+    pool_bytes_ = cfg.frames << shift;
+    if (pool_bytes_ + (64ull << 20) > free_b)
+        throw Error("umem: configure GPU pager", log::concat("frame pool ", pool_bytes_ >> 20, " MiB"),
                     log::concat("only ", free_b >> 20, " MiB of GPU memory free"), "make Config::frames smaller");
-    std::uint64_t pages = page_count(cfg);
-    view_ = PagerView{device_alloc<std::uint64_t>(pages, "page table"),
-                      device_alloc<std::uint32_t>(cfg.frames, "frame owners"),
+    auto_ = cfg.page_size == auto_page_size;
+    view_ = PagerView{nullptr,
+                      nullptr,
                       device_alloc<std::uint64_t>(ctl_words, "control words"),
                       device_alloc<std::uint64_t>(counter_shards * counter_stride, "counters"),
                       static_cast<std::byte*>(dev_host),
-                      device_alloc<std::byte>(pool, "frame pool"),
+                      device_alloc<std::byte>(pool_bytes_, "frame pool"),
                       cfg.bytes,
-                      pages,
-                      static_cast<std::uint32_t>(cfg.frames),
+                      0,
+                      0,
                       shift,
                       cfg.admission,
                       cfg.eviction,
                       cfg.prefetch_depth};
-    cuda_check(cudaMemset(view_.pte, 0, pages * 8), "umem: cudaMemset", "page table");
-    cuda_check(cudaMemset(view_.frame_owner, 0xff, cfg.frames * 4), "umem: cudaMemset", "frame owners");
-    cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
+    if (auto_) {
+        view_.profile = device_alloc<std::uint64_t>(profile_slots, "page-size profile");
+        view_.profile_bits = profile_bits_for(cfg.bytes);
+        cuda_check(cudaMemset(view_.profile, 0, profile_slots * 8), "umem: cudaMemset", "page-size profile");
+        void* news = nullptr;
+        cuda_check(cudaHostAlloc(&news, 8, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size profile flag");
+        news_ = static_cast<std::uint32_t*>(news);
+        *news_ = 0;
+        void* dev_news = nullptr;
+        cuda_check(cudaHostGetDevicePointer(&dev_news, news, 0), "umem: cudaHostGetDevicePointer",
+                   "page-size profile flag");
+        view_.profile_news = static_cast<std::uint32_t*>(dev_news);
+        void* copy = nullptr;  // pinned: the look's copy of the profile takes microseconds, not tens
+        cuda_check(cudaHostAlloc(&copy, profile_slots * 8, 0), "umem: cudaHostAlloc", "page-size profile copy");
+        profile_copy_ = static_cast<std::uint64_t*>(copy);
+    }
+    layout(shift);
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
     // Touch the whole pool now: the driver backs fresh allocations lazily, and that cost belongs
     // to set-up, not to the first fills (measured: 5x slower first gathers without it).
-    cuda_check(cudaMemset(view_.frames, 0, pool), "umem: cudaMemset", "frame pool");
+    cuda_check(cudaMemset(view_.frames, 0, pool_bytes_), "umem: cudaMemset", "frame pool");
     if (engine_ == Engine::copy_engine) {
         void* slots = nullptr;
         cuda_check(cudaHostAlloc(&slots, ring_slots * sizeof(CopyRequest), cudaHostAllocMapped), "umem: cudaHostAlloc",
@@ -110,6 +126,67 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         worker_ = std::thread([this] { serve(); });
     }
     cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "pager set-up");
+}
+
+// A fresh page table for pages of 1 << shift bytes over the same pool: every page in host memory,
+// every frame unused, the CLOCK hand and the admission window reset. No kernel may use the pager.
+void GpuPager::layout(std::uint32_t shift) {
+    cudaFree(view_.pte);
+    cudaFree(view_.frame_owner);
+    view_.pte = nullptr;
+    view_.frame_owner = nullptr;
+    view_.page_shift = shift;
+    view_.pages = (view_.bytes >> shift) + ((view_.bytes & ((1ull << shift) - 1)) != 0);
+    std::uint64_t frames = std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1);
+    view_.frames_n = static_cast<std::uint32_t>(std::max<std::uint64_t>(frames, 1));
+    view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table");
+    view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners");
+    cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
+    cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
+    cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
+}
+
+// Costs nothing while the accesses mark nothing new (a read of the flag in host memory); else it
+// waits for the kernels before it, reads the profile (32 KiB) and decides. The profile accumulates
+// until the page size changes: the choice is about what the array's accesses read over its life (a
+// graph search reads sparse parts of its arrays level by level, and all of them in the end). The first
+// choice is made at once; a later change must be chosen by two looks in a row (one kernel's
+// pattern does not flip an array's layout back and forth: each change costs every resident page).
+// A look that changes nothing doubles the number of views until the next (up to 64), so an array
+// whose accesses keep marking new blocks (a skewed stream's new rows) is not looked at every launch.
+const PagerView& GpuPager::view() {
+    if (!auto_ || atom::load(news_) == 0 || ++since_look_ < look_every_) return view_;
+    since_look_ = 0;
+    atom::store(news_, 0u);
+    // A blocking copy: it waits for the kernels before it.
+    cuda_check(cudaMemcpy(profile_copy_, view_.profile, profile_slots * 8, cudaMemcpyDeviceToHost),
+               "umem: read page-size profile", "pager");
+    const std::uint64_t* slots = profile_copy_;
+    std::uint64_t w[6];
+    std::uint32_t regions = 0;
+    profile_footprints(slots, profile_slots, w, &regions);
+    if (regions < profile_min_regions) return view_;  // too little seen: keep it and look again later
+    const std::uint32_t shift = choose_page_shift(slots, profile_slots, view_.page_shift);
+    const bool first = decisions_++ == 0;
+    view_.profile_decided = 1;
+    if (shift == view_.page_shift || (!first && shift != wanted_)) {
+        if (shift == view_.page_shift) look_every_ = std::min<std::uint32_t>(look_every_ * 2, 64);
+        wanted_ = shift;
+        return view_;
+    }
+    wanted_ = 0;
+    look_every_ = 1;
+    cuda_check(cudaMemset(view_.profile, 0, profile_slots * 8), "umem: cudaMemset", "page-size profile");
+    {
+        log::debug("umem: automatic page size ", view_.page_size(), " -> ", 1ull << shift,
+                   " B (footprints at 128 B..4 KiB: ", w[0], " ", w[1], " ", w[2], " ", w[3], " ", w[4], " ", w[5],
+                   " blocks in ", regions, " regions)");
+        flush();
+        layout(shift);
+        cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "page-size change");
+        ++relayouts_;
+    }
+    return view_;
 }
 
 GpuPager::~GpuPager() { release_all(); }
@@ -129,6 +206,9 @@ void GpuPager::release_all() noexcept {
     cudaFree(view_.ctl);
     cudaFree(view_.counters);
     cudaFree(view_.frames);
+    cudaFree(view_.profile);
+    if (news_ != nullptr) cudaFreeHost(news_);
+    if (profile_copy_ != nullptr) cudaFreeHost(profile_copy_);
 }
 
 // Serves tickets in order: takes every request already posted (up to a batch), submits them

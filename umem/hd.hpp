@@ -57,6 +57,18 @@ UMEM_HD inline bool cas(T* p, T& expected, T desired) {
     return Ref<T>(*p).compare_exchange_strong(expected, desired, order::memory_order_acq_rel,
                                               order::memory_order_acquire);
 }
+// A load whose value only gives the address of the next read (a PTE before its frame's data): relaxed
+// on the GPU, where frames are written and read at L2 (st.cg / ld.cg) and an acquire load would also
+// invalidate the SM's L1 at every call; acquire on the CPU (the C++ model has no dependency ordering,
+// and ThreadSanitizer checks it).
+template <class T>
+UMEM_HD inline T load_dep(T* p) {
+#if defined(__CUDA_ARCH__)
+    return Ref<T>(*p).load(order::memory_order_relaxed);
+#else
+    return Ref<T>(*p).load(order::memory_order_acquire);
+#endif
+}
 // Counters need no ordering, only no lost updates.
 template <class T>
 UMEM_HD inline void count(T* p, T v) {

@@ -18,7 +18,7 @@ namespace {
 // answered with std::bad_alloc (or, under a sanitizer, an abort).
 std::unique_ptr<std::byte[]> frame_pool(const Config& cfg) {
     const std::uint64_t bytes = cfg.frames << check(cfg);
-    const std::string what = log::concat(cfg.frames, " frames of ", cfg.page_size, " B");
+    const std::string what = log::concat(cfg.frames, " frames of ", fixed_page_size(cfg), " B");
     const char* fix = "give fewer frames: the pool is frames x page_size bytes of host memory";
     const auto ram =
         static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));

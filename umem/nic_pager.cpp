@@ -16,12 +16,12 @@ const std::string kWhat = "umem: open NIC pager";
 
 std::uint32_t frame_data_of(const NicPagerConfig& cfg) {
     if (cfg.frame_data != 0) return cfg.frame_data;
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg.paging.page_size, 8192));
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(fixed_page_size(cfg.paging), 8192));
 }
 
 // Each queue must hold one page in flight: its frames in RX, two descriptors per frame in TX.
 std::uint32_t ring_for(const NicPagerConfig& cfg) {
-    std::uint64_t frames = (cfg.paging.page_size + frame_data_of(cfg) - 1) / frame_data_of(cfg);
+    std::uint64_t frames = (fixed_page_size(cfg.paging) + frame_data_of(cfg) - 1) / frame_data_of(cfg);
     std::uint32_t ring = cfg.ring;
     while (ring < 2 * frames + 2 && ring < 32768) ring *= 2;
     return ring;
@@ -60,7 +60,7 @@ namespace {
 const NicPagerConfig& checked(const NicPagerConfig& cfg, const vfio::Device& nic, const dma::PeerWindow& window,
                               const dma::Mapping& store) {
     std::uint32_t shift = check(cfg.paging);  // throws for a bad page size, pool or array
-    if (cfg.paging.page_size < 4096)
+    if (fixed_page_size(cfg.paging) < 4096)
         throw Error(kWhat, log::concat("page_size ", cfg.paging.page_size),
                     "the NIC engine moves pages of 4 KiB and more", "use 4096 or larger");
     if (cfg.queues < 1) throw Error(kWhat, "0 queues", "one queue per worker thread (the engine says how many it has)");

@@ -87,6 +87,16 @@ struct PagerView {
     Admission admission;
     Eviction eviction;
     std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
+    // Automatic page size (Config::page_size left out): where accesses note what they read
+    // (profile_note); null when the page size is fixed.
+    std::uint64_t* profile = nullptr;  // [profile_slots]
+    std::uint32_t profile_bits = 0;    // a 4 KiB region is sampled when the top profile_bits of its hash are 0
+    // Set to 1 by an access that marked something new (no read-modify-write: the word may be in host
+    // memory, where a GPU's atomics are not atomic), so the owner looks at the profile only then.
+    std::uint32_t* profile_news = nullptr;
+    // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
+    // page or less) reads a host page in place until it was read there paid_hits() times (small_admit).
+    std::uint32_t profile_decided = 0;
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
@@ -113,6 +123,95 @@ struct PagerView {
         atom::count(&counters[(shard % counter_shards) * counter_stride + c], v);
     }
 };
+
+// ---- automatic page size ------------------------------------------------------------------------
+// With Config::page_size left out the pager learns per array which granularity pays from what the
+// accesses read (umem/README.md: how it was chosen). Accesses note the bytes they read in a sample of
+// 4 KiB regions: one 64-bit slot per sampled region, the region's number + 1 in the high half and one
+// bit per 128-byte block read in the low half. Between kernels the owner reads the slots and picks the
+// largest page whose footprint (bytes of the pages those reads touch) stays under 3/2 of the
+// footprint at 128 B (choose_page_shift), so a fill moves little that nobody reads, and pages are as
+// large as that allows (fewer translations, a smaller page table).
+inline constexpr unsigned profile_slots = 4096;
+inline constexpr std::uint32_t profile_min_regions = 16;  // fewer sampled regions seen: no decision
+inline constexpr std::uint32_t auto_min_shift = 7;        // 128 B
+inline constexpr std::uint32_t auto_max_shift = 12;    // 4 KiB: the largest an access profile of 4 KiB regions can show
+inline constexpr std::uint32_t auto_start_shift = 12;  // before anything was seen: 4 KiB (the old default)
+
+// Sampling for an array of `bytes`: about profile_slots / 2 regions sampled, at least 1 in 64.
+UMEM_HD inline std::uint32_t profile_bits_for(std::uint64_t bytes) {
+    std::uint64_t regions = (bytes + 4095) >> 12;
+    std::uint32_t bits = 6;
+    while (bits < 40 && (regions >> bits) > profile_slots / 2) ++bits;
+    return bits;
+}
+
+// An access read bytes [offset, offset + n) (n >= 1); the part inside offset's 4 KiB region is noted.
+// A read of the slot, and an atomic only the first time a block of a sampled region is read.
+UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::uint64_t n) {
+    if (v.profile == nullptr) return;
+    const std::uint64_t region = offset >> 12;
+    const std::uint64_t h = region * 0x9e3779b97f4a7c15ull;
+    if ((h >> (64 - v.profile_bits)) != 0) return;
+    std::uint64_t* slot = &v.profile[(h >> 24) & (profile_slots - 1)];
+    const std::uint64_t in = offset & 4095, last = in + n - 1 < 4095 ? in + n - 1 : 4095;
+    const std::uint32_t first_block = static_cast<std::uint32_t>(in >> 7),
+                        last_block = static_cast<std::uint32_t>(last >> 7);
+    const std::uint64_t bits = ((last_block == 31 ? 0xffffffffull : (2ull << last_block) - 1) >> first_block)
+                               << first_block;
+    const std::uint64_t tag = (region + 1) << 32;
+    std::uint64_t e = atom::peek(slot);
+    if (e == 0) {
+        std::uint64_t expected = 0;
+        if (atom::cas(slot, expected, tag | bits)) {
+            if (v.profile_news != nullptr) atom::store(v.profile_news, 1u);
+            return;
+        }
+        e = expected;
+    }
+    if ((e & ~0xffffffffull) != tag || (e & bits) == bits) return;  // another region's slot, or nothing new
+    atom::fetch_or(slot, bits);
+    if (v.profile_news != nullptr) atom::store(v.profile_news, 1u);
+}
+
+// Footprint at pages of 128 << k bytes, in 128-byte blocks, summed over the sampled regions; regions
+// seen in *regions.
+inline void profile_footprints(const std::uint64_t* slots, std::uint32_t n, std::uint64_t (&w)[6],
+                               std::uint32_t* regions) {
+    for (auto& x : w) x = 0;
+    *regions = 0;
+    // Folding: after step k bit j*2^k of m says whether any block of page j (of 2^k blocks) was read.
+    static constexpr std::uint32_t keep[5] = {0x55555555u, 0x11111111u, 0x01010101u, 0x00010001u, 0x00000001u};
+    for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t m = static_cast<std::uint32_t>(slots[i]);
+        if (m == 0) continue;
+        ++*regions;
+        w[0] += static_cast<std::uint64_t>(__builtin_popcount(m));
+        for (unsigned k = 1; k < 6; ++k) {
+            m = (m | (m >> (1u << (k - 1)))) & keep[k - 1];
+            w[k] += static_cast<std::uint64_t>(__builtin_popcount(m)) << k;
+        }
+    }
+}
+
+// The page shift (auto_min_shift .. auto_max_shift) the profile says pays: the largest page whose
+// footprint is under 3/2 of the 128-byte footprint. `current` is kept when too few regions were
+// seen, and while it is itself within the bound and the choice is at most twice as large (a change
+// costs a flush and every resident page).
+inline std::uint32_t choose_page_shift(const std::uint64_t* slots, std::uint32_t n, std::uint32_t current) {
+    std::uint64_t w[6];
+    std::uint32_t regions = 0;
+    profile_footprints(slots, n, w, &regions);
+    if (regions < profile_min_regions) return current;
+    std::uint32_t k = 0;
+    for (std::uint32_t j = 0; j < 6; ++j)
+        if (w[j] * 2 < w[0] * 3) k = j;
+    const std::uint32_t chosen = auto_min_shift + k;
+    if (current >= auto_min_shift && current <= auto_max_shift && w[current - auto_min_shift] * 2 < w[0] * 3 &&
+        chosen < current + 2)
+        return current;
+    return chosen;
+}
 
 // What the leader decided for one access.
 struct Step {
@@ -145,6 +244,23 @@ UMEM_HD inline bool thrashing(const PagerView& v) {
 UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
     std::uint64_t h = (page ^ (atom::peek(&v.ctl[ctl_evicted]) << 32)) * 0x9e3779b97f4a7c15ull;
     return (h >> 58) == 0;
+}
+
+// Before the automatic page size has seen anything, pages are 4 KiB: a fill for a warp's small read
+// (a row) moves a whole page for a few bytes, which pays only once the page is read often enough. So
+// such a read reads in place and counts itself in the host page's hit bits (cleared when it
+// migrates); the one that finds paid_hits() - 1 counted migrates it. False: read in place.
+// Not held back: writes (a write in place is a read-modify-write over PCIe) and a lone thread's
+// element (under 32 bytes, get()), whose best first move depends on how many threads miss together
+// and how dense the reads are (H200: holding them back until about 40 reads, `noise` & 7 counting,
+// made a first pass of uniform reads over 8 GiB 2.6x slower than filling at once, 1512 against 573 ms).
+UMEM_HD inline bool small_admit(const PagerView& v, std::uint64_t* slot, Pte e, bool write, std::uint64_t bytes,
+                                std::uint32_t noise) {
+    (void)noise;
+    if (v.profile == nullptr || v.profile_decided != 0 || write || bytes < 32 || bytes * 4 > v.page_size()) return true;
+    if (e.hits() + 1 >= v.paid_hits()) return true;
+    atom::fetch_or(slot, e.next_hit());
+    return false;
 }
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
@@ -232,11 +348,14 @@ UMEM_HD inline bool begin_migration(std::uint64_t* slot, Pte e) {
 }
 
 // Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
-UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard) {
+// `bytes`: how much of the page the access reads, `noise`: bits that vary between calls (small
+// accesses: small_admit).
+UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
+                                 std::uint64_t bytes = ~0ull, std::uint32_t noise = 0) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
-    if (v.never_evicts()) {  // a resident page stays where it is: no pin, no eviction bits
-        Pte e{atom::load(slot)};
+    if (v.never_evicts()) {           // a resident page stays where it is: no pin, no eviction bits
+        Pte e{atom::load_dep(slot)};  // see find_resident
         if (e.state() == PageState::resident) {
             v.count(shard, c_hits);
             if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
@@ -263,7 +382,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
         case PageState::host: {
             v.count(shard, c_faults);
             e.word += Pte::pin_one;  // the word as our pin left it
-            if (admit(v, page, e)) {
+            if (admit(v, page, e) && small_admit(v, slot, e, write, bytes, noise)) {
                 if (begin_migration(slot, e)) {
                     Claim c = claim_frame(v, shard);
                     if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
@@ -320,9 +439,12 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 
 // With at least as many frames as pages a resident page never moves, so reading it needs no pin:
 // one load. Returns the frame's data, or null (then take acquire()).
+// atom::load_dep: relaxed on the GPU (an acquire load there also invalidates the SM's L1, at every
+// hit, and buys nothing: frames are written to L2 before the fill's release and read from L2 at an
+// address that depends on the value loaded), acquire on the CPU.
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page) {
     if (!v.never_evicts()) return nullptr;
-    Pte e{atom::load(&v.pte[page])};
+    Pte e{atom::load_dep(&v.pte[page])};
     return e.state() == PageState::resident ? v.frame_data(e.frame()) : nullptr;
 }
 
@@ -371,12 +493,13 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
 // Mover: to_frame(group, dst, src, bytes) and to_host(group, dst, src, bytes); all lanes call them.
 // Returns the page's data (frame or host), held as held() says; the caller ends with release().
 template <class Group, class Mover>
-UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m) {
+UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
+                                  std::uint64_t bytes = ~0ull) {
     unsigned shard = g.shard();
     bool waited = false;
     for (;;) {
         Step s{};
-        if (g.leader()) s = begin_access(v, page, write, shard);
+        if (g.leader()) s = begin_access(v, page, write, shard, bytes);
         s.kind = static_cast<Step::Kind>(g.broadcast(s.kind));
         if (s.kind == Step::host) return v.host_page(page);
         s.frame = g.broadcast(s.frame);

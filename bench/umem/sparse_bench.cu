@@ -163,19 +163,29 @@ std::uint64_t parallel_sum(std::uint64_t n, F f) {
 struct Direct {
     Word* base;
     __device__ std::uint64_t page_words() const { return kPageWords; }
-    __device__ Word* acquire(std::uint64_t page, bool) const { return base + page * kPageWords; }
+    __device__ Word* acquire(std::uint64_t page, bool, std::uint64_t, std::uint32_t) const {
+        return base + page * kPageWords;
+    }
     __device__ void release(std::uint64_t, Word*, bool) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
 };
 
-// Through umem's page table: warp_acquire of the page, or get().
+// Through umem's page table: warp_acquire of the page (saying which words the warp reads), or get().
+// `pager` is the host's: current() builds the Array from its view() for every launch, as a kernel
+// must with the page size left out.
 struct Paged {
     Array<Word> a;
+    GpuPager* pager = nullptr;
     __device__ std::uint64_t page_words() const { return a.per_page(); }
-    __device__ Word* acquire(std::uint64_t page, bool write) const { return a.warp_acquire(page, write).data; }
+    __device__ Word* acquire(std::uint64_t page, bool write, std::uint64_t first, std::uint32_t n) const {
+        return a.warp_acquire(page, write, first, n).data;
+    }
     __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
 };
+
+inline Direct current(const Direct& d) { return d; }
+inline Paged current(const Paged& p) { return Paged{Array<Word>(p.pager->view(), p.pager->ring()), p.pager}; }
 
 // Words [w, w + n) of the table, page by page (a row may straddle pages): each lane calls f on
 // every 32nd word.
@@ -187,7 +197,7 @@ __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n,
         std::uint64_t page = w / per;
         std::uint64_t stop = end < (page + 1) * per ? end : (page + 1) * per;
         auto first = static_cast<std::uint32_t>(w % per), count = static_cast<std::uint32_t>(stop - w);
-        Word* p = src.acquire(page, write);
+        Word* p = src.acquire(page, write, w, count);
 #pragma unroll 4
         for (std::uint32_t k = first + lane; k < first + count; k += 32) f(p + k);
         src.release(page, p, write);
@@ -217,17 +227,31 @@ __global__ void scatter_kernel(Src src, const std::uint32_t* rows, std::uint64_t
     }
 }
 
-// One thread per kPerThread consecutive indices of the stream, each read alone (get).
+// One thread per kPerThread consecutive indices of the stream, each read alone (get). With run > 1
+// the thread reads runs of `run` adjacent elements instead: element k is the stream's entry at the
+// start of its run plus k % run (elem_at).
+__host__ __device__ inline std::uint64_t elem_at(const std::uint32_t* idx, std::uint64_t k, unsigned run,
+                                                 std::uint64_t elems) {
+    std::uint64_t i = std::uint64_t{idx[k - k % run]} + k % run;
+    return i < elems ? i : i - elems;
+}
+
 template <class Src>
-__global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads, Word* sums) {
+__global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads, Word* sums, unsigned run,
+                                std::uint64_t elems) {
     std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
     if (t >= threads) return;
-    const auto* q = reinterpret_cast<const uint4*>(idx + t * kPerThread);
     Word s = 0;
+    if (run == 1) {
+        const auto* q = reinterpret_cast<const uint4*>(idx + t * kPerThread);
 #pragma unroll
-    for (unsigned k = 0; k < kPerThread / 4; ++k) {
-        uint4 v = q[k];
-        s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+        for (unsigned k = 0; k < kPerThread / 4; ++k) {
+            uint4 v = q[k];
+            s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+        }
+    } else {
+#pragma unroll 4
+        for (unsigned k = 0; k < kPerThread; ++k) s += src.get(elem_at(idx, t * kPerThread + k, run, elems));
     }
     sums[t] = s;
 }
@@ -250,6 +274,7 @@ struct Row {
         for (std::size_t i = 1; i < ms.size(); ++i) s += ms[i];
         return s / static_cast<double>(ms.size() - 1);
     }
+    double last() const { return ms.empty() ? NAN : ms.back(); }
     double total() const {
         double s = 0;
         for (double x : ms) s += x;
@@ -327,8 +352,13 @@ struct Options {
     double elem_gib = 8;
     std::uint64_t elem_n = 64ull << 20;
     std::uint64_t seed = 1;
-    std::uint64_t small_page = 0;  // also run umem's default with pages of this many bytes (128..2048)
-    std::string only;              // one workload, or all
+    std::uint64_t small_page = 0;  // kept for old command lines: adds this size to fixed_pages
+    std::vector<std::uint64_t> fixed_pages{128, 256, 512, 1024, 2048, 4096};  // umem with these fixed page sizes too
+    std::vector<unsigned> runs{1, 4, 8};  // elements: runs of this many adjacent u64 per read (1: single elements)
+    unsigned passes = 3;                  // elements: passes (2.. replay pass 1)
+    bool read_through = false;            // also umem read-through (4 KiB pages)
+    bool replay = false;                  // lookups: every batch replays batch 1 (later batches: hits only)
+    std::string only;                     // one workload, or all
     bool uvm = true;
     std::string detail_path;
 };
@@ -337,18 +367,20 @@ std::uint64_t gib_bytes(double gib) { return static_cast<std::uint64_t>(gib * do
 
 std::string pool_name(double pct) { return num(pct, "%g") + "%"; }
 
-// A umem configuration under test: the admission policy and the page size.
+// A umem configuration under test: the admission policy and the page size (0: automatic, the default).
 struct Variant {
     Admission adm;
-    std::uint64_t page = kPage;
+    std::uint64_t page = auto_page_size;
 };
 
+// The pool is pct of the array at every page size (automatic: counted in 4 KiB frames).
 Config pager_config(std::uint64_t bytes, double pct, Variant var) {
     Config c;
     c.bytes = bytes;
     c.page_size = var.page;
     Admission adm = var.adm;
-    std::uint64_t pages = (bytes + var.page - 1) / var.page;
+    const std::uint64_t unit = var.page == auto_page_size ? kPage : var.page;
+    std::uint64_t pages = (bytes + unit - 1) / unit;
     c.frames = std::clamp<std::uint64_t>(std::llround(double(pages) * pct / 100.0), 1, pages);
     c.admission = adm;
     return c;
@@ -447,13 +479,17 @@ private:
     // The default admission (the policy under test) and read-through as the comparison.
     // With --small-page, the default admission over pages of that size too.
     std::vector<Variant> admissions() const {
-        std::vector<Variant> v{{Config{}.admission}};
-        if (v[0].adm != Admission::read_through) v.push_back({Admission::read_through});
-        if (opt_.small_page != 0) v.push_back({Config{}.admission, opt_.small_page});
+        std::vector<Variant> v{{Config{}.admission, Config{}.page_size}};
+        if (opt_.read_through) v.push_back({Admission::read_through, kPage});
+        for (std::uint64_t p : opt_.fixed_pages) v.push_back({Config{}.admission, p});
+        if (opt_.small_page != 0 &&
+            std::find(opt_.fixed_pages.begin(), opt_.fixed_pages.end(), opt_.small_page) == opt_.fixed_pages.end())
+            v.push_back({Config{}.admission, opt_.small_page});
         return v;
     }
     static std::string umem_label(Variant a) {
-        return log::concat("umem ", name(a.adm), a.page == kPage ? "" : log::concat(" p", a.page));
+        if (a.page == auto_page_size) return log::concat("umem default (auto)");
+        return log::concat("umem ", name(a.adm), " p", a.page);
     }
 
     // The first paged kernel of a process is slower than every later one (umem-bench): pay it
@@ -473,15 +509,15 @@ private:
         Direct d{words()};
         for (Variant adm : admissions()) {
             GpuPager pager(pager_config(pb, 100, adm), data_->p, Engine::gpu_threads);
-            Paged p{Array<Word>(pager.view(), pager.ring())};
+            Paged p{Array<Word>(pager.view(), pager.ring()), &pager};
             ev_.time_ms([&] {
-                if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(p, dr.p, n, row_words_, sums.p);
-                elements_kernel<<<(n + 255) / 256, 256>>>(p, de.p, n, sums.p);
+                if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(current(p), dr.p, n, row_words_, sums.p);
+                elements_kernel<<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
             });
         }
         ev_.time_ms([&] {
             if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(d, dr.p, n, row_words_, sums.p);
-            elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p);
+            elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
         });
     }
 
@@ -513,7 +549,8 @@ private:
         Zipf z(rows_, opt_.alpha);
         Scatter s(rows_, stream_seed(0, 1));
         idx_.resize(opt_.batches);
-        for (unsigned b = 0; b < opt_.batches; ++b) idx_[b] = zipf_stream(z, s, opt_.batch, stream_seed(1, b));
+        for (unsigned b = 0; b < opt_.batches; ++b)
+            idx_[b] = opt_.replay && b > 0 ? idx_[0] : zipf_stream(z, s, opt_.batch, stream_seed(1, b));
         // How skewed the stream is: distinct rows and pages, the hottest row's share, and the rows
         // that no earlier lookup read (compulsory misses: no cache avoids them, each costs a read
         // from host memory).
@@ -579,8 +616,8 @@ private:
             ck(cudaMemset(sums.p, 0, n * 8), "memset");
             timed(
                 std::move(r), opt_.batches,
-                [&](unsigned b) { lookup_kernel<<<blocks_, 256>>>(src, batch_idx(b), n, row_words_, sums.p); }, check,
-                after);
+                [&](unsigned b) { lookup_kernel<<<blocks_, 256>>>(current(src), batch_idx(b), n, row_words_, sums.p); },
+                check, after);
         };
         run(new_row("lookups", "zero-copy", "-", useful), Direct{words()}, none);
         each_method("lookups", "table", table_bytes_, useful, run);
@@ -611,7 +648,7 @@ private:
         const double useful = double(n) * opt_.row;
         auto launch = [&](auto src) {
             return [&, src](unsigned b) {
-                scatter_kernel<<<blocks_, 256>>>(src, batch_idx(b), n, std::uint64_t{b} * n, row_words_);
+                scatter_kernel<<<blocks_, 256>>>(current(src), batch_idx(b), n, std::uint64_t{b} * n, row_words_);
             };
         };
         auto unchecked = [](unsigned) { return std::int64_t{-1}; };  // checked once, after all batches
@@ -633,15 +670,16 @@ private:
                 note(log::concat("scatter, ", umem_label(adm), ": skipped, ", e.what()));
                 continue;
             }
-            Paged src{Array<Word>(pager->view(), pager->ring())};
+            Paged src{Array<Word>(pager->view(), pager->ring()), pager.get()};
             timed(new_row("scatter", umem_label(adm), pool_name(opt_.scatter_pool), useful), opt_.batches, launch(src),
                   unchecked, [&](unsigned) { return stats_note(pager->stats()); });
             auto t0 = std::chrono::steady_clock::now();
             pager->flush();
             Row& r = results.back();
             r.extra_ms = seconds_since(t0) * 1e3;
-            r.note += log::concat("flush ", num(r.extra_ms), " ms, not in the batch times; ",
-                                  short_stats(pager->stats()), "; ");
+            r.note +=
+                log::concat("flush ", num(r.extra_ms), " ms, not in the batch times; ", short_stats(pager->stats()),
+                            " page ", pager->page_size(), " relayouts ", pager->relayouts(), "; ");
             pager.reset();
             finish(check_and_restore(adds));
         }
@@ -659,36 +697,42 @@ private:
     // -- elements: single-thread reads
 
     void elements() {
-        constexpr unsigned passes = 2;
+        for (unsigned run : opt_.runs) elements(run);
+    }
+
+    // Single-thread reads of u64 elements, or runs of `run` adjacent ones (a few 8- or 16-byte
+    // elements next to each other, then elsewhere): "elements", "runsN".
+    void elements(unsigned run) {
+        const unsigned passes = opt_.passes;
+        const std::string workload = run == 1 ? std::string("elements") : log::concat("runs", run);
         auto t0 = std::chrono::steady_clock::now();
         Zipf z(elems_, opt_.alpha);
         Scatter s(elems_, stream_seed(0, 2));
-        const std::uint64_t n = elem_n_, threads = n / kPerThread;
-        std::vector<std::vector<std::uint32_t>> idx(passes);
-        std::vector<std::vector<Word>> want(passes, std::vector<Word>(threads));
-        std::vector<std::unique_ptr<DeviceBuf<std::uint32_t>>> didx;
-        // Pass 2 replays pass 1: what it read is resident then (where the pool holds it).
-        for (unsigned p = 0; p < passes; ++p) {
-            idx[p] = p == 0 ? zipf_stream(z, s, n, stream_seed(2, p)) : idx[0];
-            parallel_for(threads, [&](std::uint64_t t) {
-                Word sum = 0;
-                for (std::uint64_t k = t * kPerThread; k < (t + 1) * kPerThread; ++k) sum += mix(idx[p][k]);
-                want[p][t] = sum;
-            });
-            didx.push_back(std::make_unique<DeviceBuf<std::uint32_t>>(n));
-            ck(cudaMemcpy(didx.back()->p, idx[p].data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
-        }
+        const std::uint64_t n = elem_n_, threads = n / kPerThread, elems = elems_;
+        std::vector<std::uint32_t> idx = zipf_stream(z, s, n, stream_seed(2, 0));
+        // Every pass replays pass 1: what it read is resident then (where the pool holds it).
+        std::vector<Word> want(threads);
+        parallel_for(threads, [&](std::uint64_t t) {
+            Word sum = 0;
+            for (std::uint64_t k = t * kPerThread; k < (t + 1) * kPerThread; ++k)
+                sum += mix(elem_at(idx.data(), k, run, elems));
+            want[t] = sum;
+        });
+        DeviceBuf<std::uint32_t> didx(n);
+        ck(cudaMemcpy(didx.p, idx.data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
         {
             std::vector<bool> seen(elem_bytes_ / kPage);
             std::uint64_t pages1 = 0;
-            for (std::uint32_t i : idx[0])
-                if (!seen[i / kPageWords]) {
-                    seen[i / kPageWords] = true;
+            for (std::uint64_t k = 0; k < n; ++k) {
+                std::uint64_t pg = elem_at(idx.data(), k, run, elems) / kPageWords;
+                if (!seen[pg]) {
+                    seen[pg] = true;
                     ++pages1;
                 }
-            std::string info = log::concat("element stream: pass 1 touches ", pages1, " of ", seen.size(), " pages (",
-                                           num(100.0 * double(pages1) / double(seen.size())), "%); made in ",
-                                           num(seconds_since(t0), "%.1f"), " s");
+            }
+            std::string info = log::concat(workload, " stream: pass 1 touches ", pages1, " of ", seen.size(),
+                                           " pages (", num(100.0 * double(pages1) / double(seen.size())),
+                                           "%); made in ", num(seconds_since(t0), "%.1f"), " s");
             std::printf("%s\n", info.c_str());
             detail_line("\n" + info);
         }
@@ -696,22 +740,23 @@ private:
         std::vector<Word> got(threads);
         const double useful = double(n) * 8;
         const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
-        auto check = [&](unsigned p) {
+        auto check = [&](unsigned) {
             ck(cudaMemcpy(got.data(), sums.p, threads * 8, cudaMemcpyDeviceToHost), "read sums");
             std::int64_t bad = 0;
-            for (std::uint64_t t = 0; t < threads; ++t) bad += got[t] != want[p][t];
+            for (std::uint64_t t = 0; t < threads; ++t) bad += got[t] != want[t];
             ck(cudaMemset(sums.p, 0, threads * 8), "memset");
             return bad;
         };
         auto none = [](unsigned) { return std::string(); };
-        auto run = [&](Row r, auto src, auto after) {
+        auto go = [&](Row r, auto src, auto after) {
             ck(cudaMemset(sums.p, 0, threads * 8), "memset");
             timed(
                 std::move(r), passes,
-                [&](unsigned p) { elements_kernel<<<blocks, 256>>>(src, didx[p]->p, threads, sums.p); }, check, after);
+                [&](unsigned) { elements_kernel<<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems); },
+                check, after);
         };
-        run(new_row("elements", "zero-copy", "-", useful), Direct{words()}, none);
-        each_method("elements", "array", elem_bytes_, useful, run);
+        go(new_row(workload, "zero-copy", "-", useful), Direct{words()}, none);
+        each_method(workload.c_str(), "array", elem_bytes_, useful, go);
     }
 
     // The methods every read workload compares after zero-copy: device memory (the data copied
@@ -756,10 +801,11 @@ private:
                     note(log::concat(workload, ", ", umem_label(adm), " at ", pool_name(pct), ": skipped, ", e.what()));
                     continue;
                 }
-                Paged src{Array<Word>(pager->view(), pager->ring())};
+                Paged src{Array<Word>(pager->view(), pager->ring()), pager.get()};
                 run(new_row(workload, umem_label(adm), pool_name(pct), useful), src,
-                    [&](unsigned) { return stats_note(pager->stats()); });
-                results.back().note += short_stats(pager->stats());
+                    [&](unsigned) { return stats_note(pager->stats()) + log::concat(" page ", pager->page_size()); });
+                results.back().note += short_stats(pager->stats()) +
+                                       log::concat(" page ", pager->page_size(), " relayouts ", pager->relayouts());
             }
     }
 
@@ -779,20 +825,54 @@ private:
 void summary() {
     std::string out;
     out +=
-        "\n| workload | method | pool | first ms | later ms | total ms | copy/flush ms | first GB/s | later GB/s "
+        "\n| workload | method | pool | first ms | later ms | last ms | total ms | copy/flush ms | first GB/s | later "
+        "GB/s "
         "| x zero-copy first | x zero-copy later | x zero-copy total | ok |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const Row& r : results) {
         const Row* z = nullptr;
         for (const Row& c : results)
             if (c.workload == r.workload && c.method.rfind("zero-copy", 0) == 0) z = &c;
         auto ratio = [&](double zt, double t) { return z ? num(zt / t, "%.3g") : std::string("-"); };
         out += log::concat("| ", r.workload, " | ", r.method, " | ", r.pool, " | ", num(r.first()), " | ",
-                           num(r.later()), " | ", num(r.total()), " | ", r.extra_ms < 0 ? "-" : num(r.extra_ms), " | ",
-                           num(r.gbps(r.first())), " | ", num(r.gbps(r.later())), " | ",
-                           ratio(z ? z->first() : NAN, r.first()), " | ", ratio(z ? z->later() : NAN, r.later()), " | ",
-                           ratio(z ? z->total() : NAN, r.total()), " | ",
+                           num(r.later()), " | ", num(r.last()), " | ", num(r.total()), " | ",
+                           r.extra_ms < 0 ? "-" : num(r.extra_ms), " | ", num(r.gbps(r.first())), " | ",
+                           num(r.gbps(r.later())), " | ", ratio(z ? z->first() : NAN, r.first()), " | ",
+                           ratio(z ? z->later() : NAN, r.later()), " | ", ratio(z ? z->total() : NAN, r.total()), " | ",
                            r.ok ? "ok" : (r.counts ? "WRONG" : "WRONG (baseline)"), " |\n");
+    }
+    // The automatic page size against every fixed one of the same workload and pool: time over the
+    // best fixed size's (first batch, later batches, total; 1.00 = as fast as the best), and hits: the
+    // last pass against device memory's last pass (pool 100%).
+    out +=
+        "\n| workload | pool | auto first / later / total ms | best fixed first / later / total | auto / best "
+        "first, later, total | today's default (p4096) / auto, total | auto last / device memory last | auto "
+        "chose |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+    auto chose = [](const Row& a) {
+        std::size_t at = a.note.rfind("page ");
+        return at == std::string::npos ? std::string("-") : a.note.substr(at, a.note.find(';', at) - at);
+    };
+    for (const Row& a : results) {
+        if (a.method != "umem default (auto)") continue;
+        const Row *bf = nullptr, *bl = nullptr, *bt = nullptr, *p4 = nullptr, *dev = nullptr;
+        std::string bfn, bln, btn;
+        for (const Row& c : results) {
+            if (c.workload == a.workload && c.method == "device memory") dev = &c;
+            if (c.workload != a.workload || c.pool != a.pool || c.method.rfind("umem adaptive p", 0) != 0) continue;
+            if (c.method == "umem adaptive p4096") p4 = &c;
+            if (!bf || c.first() < bf->first()) bf = &c;
+            if (!bl || c.later() < bl->later()) bl = &c;
+            if (!bt || c.total() < bt->total()) bt = &c;
+        }
+        auto nm = [](const Row* r) { return r ? r->method.substr(std::string("umem adaptive ").size()) : "-"; };
+        out +=
+            log::concat("| ", a.workload, " | ", a.pool, " | ", num(a.first()), " / ", num(a.later()), " / ",
+                        num(a.total()), " | ", bf ? num(bf->first()) : "-", " (", nm(bf), ") / ",
+                        bl ? num(bl->later()) : "-", " (", nm(bl), ") / ", bt ? num(bt->total()) : "-", " (", nm(bt),
+                        ") | ", bf ? num(a.first() / bf->first()) : "-", ", ", bl ? num(a.later() / bl->later()) : "-",
+                        ", ", bt ? num(a.total() / bt->total()) : "-", " | ", p4 ? num(p4->total() / a.total()) : "-",
+                        " | ", dev && a.pool == "100%" ? num(a.last() / dev->last()) : "-", " | ", chose(a), " |\n");
     }
     bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok || !r.counts; });
     out += log::concat(results.size(), " results, ",
@@ -839,6 +919,9 @@ void usage(FILE* f) {
         "usage: umem-sparse-bench [--only lookups|scatter|elements] [--detail FILE] [--no-uvm] [--seed N]\n"
         "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
         "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
+        "         [--pages 128,256,512,1024,2048,4096] [--runs 1,4,8] [--passes 3] [--read-through] [--replay]\n"
+        "  umem runs with its default (automatic page size) and with each fixed page size of --pages;\n"
+        "  --replay: every lookup batch replays batch 1 (later batches read resident rows: hits)\n"
         "  sizes in GiB may be decimals; counts take K, M, G (powers of 2); pools are percent of each array\n");
 }
 
@@ -862,6 +945,25 @@ Options parse(int argc, char** argv) {
             o.alpha = parse_double(a, value());
         else if (a == "--small-page")
             o.small_page = std::stoull(value());
+        else if (a == "--pages" || a == "--runs") {
+            std::string v = value();
+            std::vector<std::uint64_t> xs;
+            for (std::size_t p = 0; p < v.size();) {
+                std::size_t q = v.find(',', p);
+                if (q == std::string::npos) q = v.size();
+                xs.push_back(parse_count(a, v.substr(p, q - p)));
+                p = q + 1;
+            }
+            if (a == "--pages")
+                o.fixed_pages = xs;
+            else
+                o.runs.assign(xs.begin(), xs.end());
+        } else if (a == "--passes")
+            o.passes = static_cast<unsigned>(parse_count(a, value()));
+        else if (a == "--read-through")
+            o.read_through = true;
+        else if (a == "--replay")
+            o.replay = true;
         else if (a == "--scatter-pool")
             o.scatter_pool = parse_double(a, value());
         else if (a == "--elem-gib")
@@ -895,6 +997,14 @@ Options parse(int argc, char** argv) {
     if (o.small_page != 0 && (o.small_page < 128 || o.small_page >= kPage || (o.small_page & (o.small_page - 1)) != 0))
         throw Error(what, log::concat("--small-page ", o.small_page), "a power of two from 128 to 2048",
                     "e.g. --small-page 256");
+    for (std::uint64_t p : o.fixed_pages)
+        if (p < 128 || p > (2u << 20) || (p & (p - 1)) != 0)
+            throw Error(what, log::concat("--pages ", p), "page sizes are powers of two from 128 to 2M",
+                        "e.g. --pages 128,256,4096");
+    for (unsigned r : o.runs)
+        if (r == 0 || r > kPerThread || kPerThread % r != 0)
+            throw Error(what, log::concat("--runs ", r), "a run is 1, 2, 4, 8 or 16 elements", "e.g. --runs 1,4,8");
+    if (o.passes == 0) throw Error(what, "--passes 0", "need at least one pass", "e.g. --passes 3");
     if (o.batch == 0 || o.batches == 0)
         throw Error(what, "--batch/--batches", "need at least one lookup and one batch", "e.g. --batch 64K");
     if (o.alpha > 10) throw Error(what, log::concat("--alpha ", o.alpha), "too skewed", "use 0.6 .. 1.2");

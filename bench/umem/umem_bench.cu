@@ -42,16 +42,22 @@ std::uint64_t page_sum(std::uint64_t page) {
 struct Direct {
     const std::byte* base;
     __device__ std::uint64_t page_bytes() const { return kPage; }
-    __device__ const std::byte* acquire(std::uint64_t page) const { return base + page * kPage; }
+    __device__ const std::byte* acquire(std::uint64_t page, std::uint64_t, std::uint64_t) const {
+        return base + page * kPage;
+    }
     __device__ void release(std::uint64_t, const std::byte*) const {}
 };
 
-// Through umem's page table.
+// Through umem's page table; acquire says which bytes [first, first + n) of the array the warp reads
+// (what the automatic page size learns from). `pager` is the host's: current() builds the Array from
+// its view() for every launch, as a kernel must with the page size left out.
 struct Paged {
     Array<std::uint64_t> a;
+    GpuPager* pager = nullptr;
     __device__ std::uint64_t page_bytes() const { return a.per_page() * 8; }
-    __device__ const std::byte* acquire(std::uint64_t page) const {
-        return reinterpret_cast<const std::byte*>(a.warp_acquire(page).data);
+    __device__ const std::byte* acquire(std::uint64_t page, std::uint64_t first, std::uint64_t n) const {
+        const std::uint64_t w = first / 8;
+        return reinterpret_cast<const std::byte*>(a.warp_acquire(page, false, w, (first + n + 7) / 8 - w).data);
     }
     __device__ void release(std::uint64_t page, const std::byte* p) const {
         a.warp_release({reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(p)), 0, page, false});
@@ -66,18 +72,37 @@ __device__ inline std::uint64_t sum8(const uint4 (&x)[8]) {
     return s;
 }
 
+inline Direct current(const Direct& d) { return d; }
+inline Paged current(const Paged& p) { return Paged{Array<std::uint64_t>(p.pager->view(), p.pager->ring()), p.pager}; }
+
 // One warp per 4 KiB gather. (An acquire-ahead variant, translating the next page while this
 // one's loads are in flight, measured 28% slower on reuse in GPU run 3: bench/results.)
-// Reads one page (16-byte loads, eight in flight per lane) and returns this lane's sum of it.
+// Reads 4 KiB block `block` (16-byte loads, eight in flight per lane, when the source's pages are
+// 4 KiB or larger; page by page when they are smaller) and returns this lane's sum of it.
 template <class Src>
-__device__ inline std::uint64_t lane_page_sum(const Src& src, std::uint64_t page) {
+__device__ inline std::uint64_t lane_page_sum(const Src& src, std::uint64_t block) {
     unsigned lane = threadIdx.x & 31;
-    const std::byte* p = src.acquire(page);
-    uint4 x[8];
+    const std::uint64_t size = src.page_bytes(), at = block * kPage;
+    const unsigned shift = static_cast<unsigned>(__ffsll(static_cast<long long>(size)) - 1);
+    if (size >= kPage) {
+        const std::uint64_t page = at >> shift, off = at & (size - 1);
+        const std::byte* p = src.acquire(page, at, kPage);
+        uint4 x[8];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) x[k] = load16(p + (lane + 32 * k) * 16);
-    std::uint64_t s = sum8(x);
-    src.release(page, p);
+        for (int k = 0; k < 8; ++k) x[k] = load16(p + off + (lane + 32 * k) * 16);
+        std::uint64_t s = sum8(x);
+        src.release(page, p);
+        return s;
+    }
+    std::uint64_t s = 0;
+    for (std::uint64_t page = at >> shift; page < (at + kPage) >> shift; ++page) {
+        const std::byte* p = src.acquire(page, page << shift, size);
+        for (std::uint64_t c = lane * 16; c < size; c += 512) {
+            uint4 x = load16(p + c);
+            s += (static_cast<std::uint64_t>(x.y) << 32 | x.x) + (static_cast<std::uint64_t>(x.w) << 32 | x.z);
+        }
+        src.release(page, p);
+    }
     return s;
 }
 
@@ -104,7 +129,7 @@ template <class Src>
 __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
     const std::uint64_t per_page = row.page_bytes() / 8;
     std::uint64_t page = v / per_page;
-    const std::byte* p = row.acquire(page);
+    const std::byte* p = row.acquire(page, v * 8, 8);
     std::uint64_t x = load_cg(reinterpret_cast<const std::uint64_t*>(p) + v % per_page);
     row.release(page, p);
     return x;
@@ -121,7 +146,7 @@ __global__ void bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std:
         for (std::uint64_t e = begin; e < end;) {
             std::uint64_t page = e / per_page;
             std::uint64_t stop = std::min(end, (page + 1) * per_page);
-            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(page));
+            const auto* p = reinterpret_cast<const std::uint32_t*>(col.acquire(page, e * 4, (stop - e) * 4));
             for (std::uint64_t k = e + lane; k < stop; k += 32) {
                 std::uint32_t u = load_cg(p + k % per_page);
                 if (atomicCAS(&level[u], -1, depth) == -1) next[atomicAdd(next_size, 1u)] = u;
@@ -171,7 +196,9 @@ struct Options {
     unsigned bfs_scale = 22;
     std::vector<unsigned> pools{100, 50, 25};
     std::vector<std::uint64_t> bfs_pages;  // BFS also with the default policy over pages of these sizes
-    std::string only;                      // one workload, or all
+    std::vector<std::uint64_t> pages{128, 256, 512, 1024, 2048, 4096};  // umem with these fixed page sizes too
+    bool policies = false;  // also migrate, second-touch, read-through and the copy engine (4 KiB pages)
+    std::string only;       // one workload, or all
     bool uvm = true;
     std::string detail_path;
 };
@@ -215,12 +242,13 @@ struct Managed {
 
 std::string pool_name(unsigned pct) { return log::concat(pct, "%"); }
 
+// The pool is pct of the array at every page size (automatic, page 0: counted in 4 KiB frames).
 Config pager_config(std::uint64_t bytes, unsigned pct, Admission adm, std::uint32_t prefetch,
                     std::uint64_t page = kPage) {
     Config c;
     c.bytes = bytes;
     c.page_size = page;
-    c.frames = std::max<std::uint64_t>(1, (bytes / page) * pct / 100);
+    c.frames = std::max<std::uint64_t>(1, (bytes / (page == auto_page_size ? kPage : page)) * pct / 100);
     c.admission = adm;
     c.prefetch_depth = prefetch;
     return c;
@@ -230,10 +258,13 @@ struct UmemVariant {
     Admission admission;
     Engine engine;
     std::uint32_t prefetch;
+    std::uint64_t page = auto_page_size;  // 0: automatic (the default)
     std::string label() const {
+        if (page == auto_page_size && admission == Config{}.admission && engine == Engine::gpu_threads && !prefetch)
+            return "umem default (auto)";
         std::string s = log::concat("umem ", name(engine), " ", name(admission));
         if (prefetch) s += log::concat(" pf", prefetch);
-        return s;
+        return s + log::concat(" p", page == auto_page_size ? std::string("auto") : std::to_string(page));
     }
 };
 
@@ -265,7 +296,7 @@ public:
         DeviceBuf<std::uint64_t> sums(n);
         ck(cudaMemcpy(didx.p, idx.data(), n * 4, cudaMemcpyHostToDevice), "copy indices");
         GpuPager pager(pager_config(n * kPage, 100, Admission::adaptive, 0), data_.p, Engine::gpu_threads);
-        gather_pass(Paged{Array<std::uint64_t>(pager.view(), pager.ring())}, didx, n, sums);
+        gather_pass(Paged{Array<std::uint64_t>(pager.view(), pager.ring()), &pager}, didx, n, sums);
         gather_pass(Direct{data_.p}, didx, n, sums);
     }
 
@@ -281,12 +312,16 @@ public:
 private:
     bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
 
+    // The default (automatic page size, adaptive admission), the default policy at every fixed page
+    // size of --pages, and with --policies the other admissions and the copy engine at 4 KiB.
     std::vector<UmemVariant> variants(bool copy_engine) const {
-        std::vector<UmemVariant> v{{Admission::adaptive, Engine::gpu_threads, 0},
-                                   {Admission::migrate, Engine::gpu_threads, 0},
-                                   {Admission::second_touch, Engine::gpu_threads, 0},
-                                   {Admission::read_through, Engine::gpu_threads, 0}};
-        if (copy_engine) v.push_back({Admission::adaptive, Engine::copy_engine, 0});
+        std::vector<UmemVariant> v{{Config{}.admission, Engine::gpu_threads, 0, Config{}.page_size}};
+        for (std::uint64_t p : opt_.pages) v.push_back({Config{}.admission, Engine::gpu_threads, 0, p});
+        if (opt_.policies) {
+            for (Admission a : {Admission::migrate, Admission::second_touch, Admission::read_through})
+                v.push_back({a, Engine::gpu_threads, 0, kPage});
+            if (copy_engine) v.push_back({Admission::adaptive, Engine::copy_engine, 0, kPage});
+        }
         return v;
     }
 
@@ -359,7 +394,7 @@ private:
     double gather_pass(const Src& src, const DeviceBuf<std::uint32_t>& idx, std::uint64_t n,
                        DeviceBuf<std::uint64_t>& sums) {
         ck(cudaMemset(sums.p, 0, n * 8), "memset");
-        return ev_.time_ms([&] { gather_kernel<<<launch_.blocks, launch_.threads>>>(src, idx.p, n, sums.p); });
+        return ev_.time_ms([&] { gather_kernel<<<launch_.blocks, launch_.threads>>>(current(src), idx.p, n, sums.p); });
     }
 
     void gather_set(const char* workload, const std::vector<std::vector<std::uint32_t>>& passes) {
@@ -411,13 +446,14 @@ private:
         }
         for (unsigned pct : opt_.pools)
             for (const UmemVariant& v : variants(std::string(workload) == "gather")) {
-                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch), data_.p, v.engine);
-                Paged src{Array<std::uint64_t>(pager.view(), pager.ring())};
+                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch, v.page), data_.p, v.engine);
+                Paged src{Array<std::uint64_t>(pager.view(), pager.ring()), &pager};
                 for (std::size_t p = 0; p < passes.size(); ++p) {
                     double ms = gather_pass(src, *idx[p], n, sums);
                     bool ok = check_gather<Paged>(passes[p], want[p], sums);
                     record({workload, log::concat(p + 1), v.label(), pool_name(pct), ms, useful, ok,
-                            p + 1 == passes.size() ? stats_note(pager.stats()) : ""});
+                            log::concat("page ", pager.page_size(), " relayouts ", pager.relayouts(), "; ") +
+                                (p + 1 == passes.size() ? stats_note(pager.stats()) : "")});
                 }
             }
     }
@@ -476,7 +512,8 @@ private:
         DeviceBuf<unsigned long long> total(1);
         auto pass = [&](auto src) {
             ck(cudaMemset(total.p, 0, 8), "memset");
-            double ms = ev_.time_ms([&] { scan_kernel<<<launch_.blocks, launch_.threads>>>(src, pages_, total.p); });
+            double ms =
+                ev_.time_ms([&] { scan_kernel<<<launch_.blocks, launch_.threads>>>(current(src), pages_, total.p); });
             unsigned long long got = 0;
             ck(cudaMemcpy(&got, total.p, 8, cudaMemcpyDeviceToHost), "read total");
             return std::make_pair(ms, got == want);
@@ -506,15 +543,16 @@ private:
             uvm_->to_host();
         }
         std::vector<UmemVariant> vs = variants(false);
-        vs.push_back({Admission::migrate, Engine::gpu_threads, 8});
+        if (opt_.policies) vs.push_back({Admission::migrate, Engine::gpu_threads, 8, kPage});
         for (unsigned pct : opt_.pools)
             for (const UmemVariant& v : vs) {
-                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch), data_.p, v.engine);
-                Paged src{Array<std::uint64_t>(pager.view(), pager.ring())};
+                GpuPager pager(pager_config(bytes_, pct, v.admission, v.prefetch, v.page), data_.p, v.engine);
+                Paged src{Array<std::uint64_t>(pager.view(), pager.ring()), &pager};
                 for (int p = 1; p <= 2; ++p) {
                     auto [ms, ok] = pass(src);
                     record({"scan", log::concat(p), v.label(), pool_name(pct), ms, useful, ok,
-                            p == 2 ? stats_note(pager.stats()) : ""});
+                            log::concat("page ", pager.page_size(), " relayouts ", pager.relayouts(), "; ") +
+                                (p == 2 ? stats_note(pager.stats()) : "")});
                 }
             }
     }
@@ -553,7 +591,8 @@ private:
                 for (std::int32_t depth = 1; fsize > 0; ++depth) {
                     ck(cudaMemsetAsync(count.p, 0, 4), "memset");
                     unsigned blocks = static_cast<unsigned>(std::min<std::uint64_t>(launch_.blocks, (fsize + 7) / 8));
-                    bfs_kernel<<<blocks, launch_.threads>>>(rsrc, csrc, cur, fsize, nxt, count.p, level.p, depth);
+                    bfs_kernel<<<blocks, launch_.threads>>>(current(rsrc), current(csrc), cur, fsize, nxt, count.p,
+                                                            level.p, depth);
                     ck(cudaMemcpy(&fsize, count.p, 4, cudaMemcpyDeviceToHost), "frontier size");
                     std::swap(cur, nxt);
                 }
@@ -601,22 +640,25 @@ private:
         }
         for (unsigned pct : opt_.pools)
             for (const UmemVariant& v : variants(false)) {
-                GpuPager prow(pager_config(row_bytes, pct, v.admission, 0), row.p, v.engine);
-                GpuPager pcol(pager_config(col_bytes, pct, v.admission, 0), col.p, v.engine);
-                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring())};
-                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring())};
-                rec("1", v.label(), pool_name(pct), run_bfs(rs, cs), "");
+                GpuPager prow(pager_config(row_bytes, pct, v.admission, 0, v.page), row.p, v.engine);
+                GpuPager pcol(pager_config(col_bytes, pct, v.admission, 0, v.page), col.p, v.engine);
+                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring()), &prow};
+                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring()), &pcol};
+                rec("1", v.label(), pool_name(pct), run_bfs(rs, cs),
+                    log::concat("pages row ", prow.page_size(), " col ", pcol.page_size(), "; "));
                 auto r = run_bfs(rs, cs);
                 rec("2", v.label(), pool_name(pct), r,
-                    "col: " + stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+                    log::concat("pages row ", prow.page_size(), " col ", pcol.page_size(), " relayouts ",
+                                prow.relayouts(), "+", pcol.relayouts(), "; col: ") +
+                        stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
             }
         for (std::uint64_t page : opt_.bfs_pages)
             for (unsigned pct : opt_.pools) {
                 const Admission adm = Config{}.admission;
                 GpuPager prow(pager_config(row_bytes, pct, adm, 0, page), row.p, Engine::gpu_threads);
                 GpuPager pcol(pager_config(col_bytes, pct, adm, 0, page), col.p, Engine::gpu_threads);
-                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring())};
-                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring())};
+                Paged rs{Array<std::uint64_t>(prow.view(), prow.ring()), &prow};
+                Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring()), &pcol};
                 const std::string label = log::concat("umem gpu-threads ", name(adm), " p", page);
                 rec("1", label, pool_name(pct), run_bfs(rs, cs), "");
                 auto r = run_bfs(rs, cs);
@@ -667,6 +709,27 @@ void summary() {
             *same = &r;
     }
     for (const Row* r : best) line(*r);
+    // The automatic page size against every fixed one of the same workload, pass and pool.
+    std::printf(
+        "\n| workload | pass | pool | auto GB/s | best fixed GB/s | best fixed / auto (time) | today's default p4096 "
+        "GB/s | auto / p4096 (speed) | auto page |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (const Row& a : results) {
+        if (a.method != "umem default (auto)") continue;
+        const Row *b = nullptr, *p4 = nullptr;
+        for (const Row& c : results) {
+            if (c.workload != a.workload || c.pass != a.pass || c.pool != a.pool ||
+                c.method.rfind("umem gpu-threads adaptive p", 0) != 0)
+                continue;
+            if (c.method == "umem gpu-threads adaptive p4096") p4 = &c;
+            if (!b || c.gbps() > b->gbps()) b = &c;
+        }
+        const std::string page = a.note.substr(0, a.note.find(';'));
+        const std::string bname = b ? b->method.substr(b->method.rfind(' ') + 1) : "";
+        std::printf("| %s | %s | %s | %.2f | %s %s | %s | %s | %s | %s |\n", a.workload.c_str(), a.pass.c_str(),
+                    a.pool.c_str(), a.gbps(), b ? log::concat(b->gbps()).c_str() : "-", bname.c_str(),
+                    b ? log::concat(b->gbps() / a.gbps()).c_str() : "-", p4 ? log::concat(p4->gbps()).c_str() : "-",
+                    p4 ? log::concat(a.gbps() / p4->gbps()).c_str() : "-", page.c_str());
+    }
     bool all_ok = std::all_of(results.begin(), results.end(), [](const Row& r) { return r.ok; });
     std::printf("%zu results, %s\n", results.size(), all_ok ? "all checked against the CPU: ok" : "SOME WRONG");
 }
@@ -691,7 +754,18 @@ Options parse(int argc, char** argv) {
                 o.bfs_pages.push_back(std::stoull(v.substr(p, q - p)));
                 p = q + 1;
             }
-        } else if (a == "--bfs-scale")
+        } else if (a == "--pages") {
+            o.pages.clear();
+            std::string v = value();
+            for (std::size_t p = 0; p < v.size();) {
+                std::size_t q = v.find(',', p);
+                if (q == std::string::npos) q = v.size();
+                o.pages.push_back(std::stoull(v.substr(p, q - p)));
+                p = q + 1;
+            }
+        } else if (a == "--policies")
+            o.policies = true;
+        else if (a == "--bfs-scale")
             o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--only")
             o.only = value();
@@ -710,6 +784,7 @@ Options parse(int argc, char** argv) {
         } else {
             std::printf(
                 "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--bfs-pages 256,1024] [--pools 100,50,25]\n"
+                "                  [--pages 128,256,512,1024,2048,4096] [--policies]\n"
                 "                  [--only memcpy|ce|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
             std::exit(a == "--help" ? 0 : 2);
         }

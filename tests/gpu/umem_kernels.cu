@@ -84,6 +84,67 @@ __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::u
     }
 }
 
+// Page-size-agnostic rows: a warp reads 256-byte row `rr` of a 4 KiB block (pattern checked) and, every
+// other op, adds 1 atomically to every word of row `wr`, page by page at whatever page size the
+// Array's view has, telling warp_acquire which words it reads (the automatic page size learns from it).
+__device__ inline unsigned row_pages(const Array<std::uint64_t>& a, std::uint64_t first, bool write) {
+    const unsigned lane = threadIdx.x & 31;
+    const std::uint64_t per = a.per_page(), mine = first + lane;
+    unsigned wrong = 0;
+    for (std::uint64_t w = first; w < first + kRowWords;) {
+        const std::uint64_t page = w / per, stop = min(first + kRowWords, (page + 1) * per);
+        PageRef<std::uint64_t> r = a.warp_acquire(page, write, w, stop - w);
+        if (mine >= w && mine < stop) {
+            if (write)
+                atomicAdd(reinterpret_cast<unsigned long long*>(r.data + mine % per), 1ull);
+            else
+                wrong += load_cg(r.data + mine % per) != mine;
+        }
+        a.warp_release(r);
+        w = stop;
+    }
+    return wrong;
+}
+
+__global__ void auto_rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, std::uint32_t seed,
+                                 unsigned long long* bad) {
+    unsigned lane = threadIdx.x & 31;
+    std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    std::uint32_t s = warp * 2246822519u + seed;
+    for (std::uint32_t i = 0; i < ops; ++i) {
+        std::uint64_t block;
+        std::uint32_t rr, wr;
+        row_op(s, blocks, block, rr, wr);
+        unsigned wrong = row_pages(a, block * kWords + rr * kRowWords, false);
+        if (i % 2 == 1) row_pages(a, block * kWords + wr * kRowWords, true);
+        for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
+        if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
+    }
+}
+
+// Warps reading whole 4 KiB blocks (gathers): the automatic page size must stay at 4 KiB.
+__global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops,
+                                   unsigned long long* bad) {
+    unsigned lane = threadIdx.x & 31;
+    std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    std::uint32_t s = warp * 747796405u + 11;
+    const std::uint64_t per = a.per_page();
+    for (std::uint32_t i = 0; i < ops; ++i) {
+        const std::uint64_t first = (next(s) % blocks) * kWords;
+        unsigned wrong = 0;
+        for (std::uint64_t w = first; w < first + kWords;) {
+            const std::uint64_t page = w / per, stop = min(first + kWords, (page + 1) * per);
+            PageRef<std::uint64_t> r = a.warp_acquire(page, false, w, stop - w);
+            for (std::uint64_t k = w + lane; k < stop; k += 32)
+                if (k % kWords < kPattern) wrong += load_cg(r.data + k % per) != k;
+            a.warp_release(r);
+            w = stop;
+        }
+        for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
+        if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
+    }
+}
+
 struct Host {
     std::uint64_t* p = nullptr;
     explicit Host(std::uint64_t bytes) {
@@ -183,6 +244,49 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
                 for (std::uint32_t k = 0; k < kRowWords; ++k) ++expect[block * kWords + wr * kRowWords + k];
         }
     }
+    for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
+    return r;
+}
+
+AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers) {
+    Host data(blocks * kWords * 8);
+    fill(data.p, blocks);
+    Config c;  // page size left out: automatic
+    c.bytes = blocks * kWords * 8;
+    c.frames = frames;
+    AutoResult r;
+    const unsigned grid = (warps + 7) / 8;
+    {
+        GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+        Counter bad;
+        for (std::uint32_t k = 0; k < 3; ++k) {  // a fresh view for each kernel: it may change the page size
+            Array<std::uint64_t> a(pager.view(), pager.ring());
+            r.page_sizes.push_back(pager.page_size());
+            if (gathers)
+                auto_gather_kernel<<<grid, 256>>>(a, blocks, ops, bad.p);
+            else
+                auto_rows_kernel<<<grid, 256>>>(a, blocks, ops, 3 + 1000 * k, bad.p);
+            ck(cudaDeviceSynchronize(), "auto kernel");
+        }
+        pager.flush();
+        r.bad_reads = bad.get();
+        r.stats = pager.stats();
+        r.relayouts = pager.relayouts();
+    }
+    std::vector<std::uint64_t> expect(blocks * kWords);
+    fill(expect.data(), blocks);
+    if (!gathers)
+        for (std::uint32_t k = 0; k < 3; ++k)
+            for (std::uint32_t warp = 0; warp < grid * 8; ++warp) {
+                std::uint32_t s = warp * 2246822519u + 3 + 1000 * k;
+                for (std::uint32_t i = 0; i < ops; ++i) {
+                    std::uint64_t block;
+                    std::uint32_t rr, wr;
+                    row_op(s, blocks, block, rr, wr);
+                    if (i % 2 == 1)
+                        for (std::uint32_t w = 0; w < kRowWords; ++w) ++expect[block * kWords + wr * kRowWords + w];
+                }
+            }
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
     return r;
 }

@@ -29,6 +29,18 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
 // 256-byte pages (`frames` of them); host memory is checked word by word after flush().
 MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops);
 
+// The automatic page size (Config::page_size left out): three kernels, each with a fresh view().
+// Rows: warps read 256-byte rows and add 1 to every word of others (the pager should move to 256 B
+// pages after the first kernel, writing the first kernel's dirty 4 KiB frames back first); gathers:
+// warps read whole 4 KiB blocks (the pager should stay at 4 KiB). Reads checked on the GPU, host
+// memory word by word after flush().
+struct AutoResult {
+    std::uint64_t bad_reads = 0, bad_words = 0, relayouts = 0;
+    std::vector<std::uint64_t> page_sizes;  // the page size each kernel ran with
+    Stats stats;
+};
+AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers);
+
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 

@@ -61,3 +61,24 @@ TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, every wo
         CHECK(r.stats[c_bytes_in] == r.stats[c_fills] * 256);
     }
 }
+
+TEST_CASE("the automatic page size: rows move the array to 256 B pages, gathers keep 4 KiB, every word exact") {
+    need_gpu();
+    const std::uint64_t blocks = 2048;  // 8 MiB, 4 KiB blocks
+    for (std::uint64_t frames : {blocks, blocks / 4, std::uint64_t{16}}) {
+        INFO("frames (4 KiB) " << frames);
+        AutoResult r = run_auto(blocks, frames, 256, 20, false);  // ~4 of a block's 16 rows a kernel
+        CHECK(r.bad_reads == 0);
+        CHECK(r.bad_words == 0);
+        REQUIRE(r.page_sizes.size() == 3);
+        CHECK(r.page_sizes[0] == 4096);  // nothing seen yet: 4 KiB
+        CHECK(r.page_sizes[1] == 256);
+        CHECK(r.page_sizes[2] == 256);
+        CHECK(r.relayouts == 1);
+    }
+    AutoResult g = run_auto(blocks, blocks / 4, 256, 200, true);
+    CHECK(g.bad_reads == 0);
+    CHECK(g.bad_words == 0);
+    CHECK(g.page_sizes == std::vector<std::uint64_t>{4096, 4096, 4096});
+    CHECK(g.relayouts == 0);
+}

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -35,6 +36,7 @@ std::byte* bytes(std::vector<std::uint64_t>& d) { return reinterpret_cast<std::b
 
 Config config(std::uint64_t pages, std::uint64_t frames, Admission a = Admission::migrate) {
     Config c;
+    c.page_size = kPage;
     c.bytes = pages * kPage;
     c.frames = frames;
     c.admission = a;
@@ -549,4 +551,276 @@ TEST_CASE("an access beyond the array is caught in debug builds") {
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == SIGABRT);
 #endif
+}
+
+// ---- automatic page size: the access profile and the choice ------------------------------------
+
+namespace {
+
+// A view with only what profile_note uses: the profile, sampling as for an array of `bytes`.
+struct ProfiledView {
+    std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(profile_slots);
+    PagerView v{};
+    explicit ProfiledView(std::uint64_t bytes) {
+        v.profile = slots.data();
+        v.profile_bits = profile_bits_for(bytes);
+    }
+};
+
+bool region_sampled(const PagerView& v, std::uint64_t region) {
+    return ((region * 0x9e3779b97f4a7c15ull) >> (64 - v.profile_bits)) == 0;
+}
+
+// The sampled regions of an array of `regions` 4 KiB regions.
+std::vector<std::uint64_t> sampled_regions(const PagerView& v, std::uint64_t regions) {
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t r = 0; r < regions; ++r)
+        if (region_sampled(v, r)) out.push_back(r);
+    return out;
+}
+
+std::uint64_t slot_of(const ProfiledView& p, std::uint64_t region) {
+    return p.slots[((region * 0x9e3779b97f4a7c15ull) >> 24) & (profile_slots - 1)];
+}
+
+}  // namespace
+
+TEST_CASE("the access profile marks the 128-byte blocks an access reads, in sampled regions only") {
+    const std::uint64_t regions = 1 << 16;  // 256 MiB
+    ProfiledView p(regions * 4096);
+    CHECK(p.v.profile_bits == 6);  // 64K regions: 1 in 64 sampled, about 1024 of 4096 slots
+    std::vector<std::uint64_t> s = sampled_regions(p.v, regions);
+    REQUIRE(s.size() > 500);
+    REQUIRE(s.size() < 1600);
+    const std::uint64_t r = s[3];
+    profile_note(p.v, r * 4096 + 200, 300);  // bytes 200..499: blocks 1, 2, 3
+    CHECK(slot_of(p, r) == (((r + 1) << 32) | 0xe));
+    profile_note(p.v, r * 4096 + 4000, 500);  // to the region's end: block 31 only
+    CHECK(slot_of(p, r) == (((r + 1) << 32) | 0xe | (1ull << 31)));
+    profile_note(p.v, r * 4096, 4096);  // the whole region
+    CHECK(slot_of(p, r) == (((r + 1) << 32) | 0xffffffffull));
+    std::uint64_t unsampled = 0;
+    while (region_sampled(p.v, unsampled)) ++unsampled;
+    const std::vector<std::uint64_t> before = p.slots;
+    profile_note(p.v, unsampled * 4096 + 64, 8);
+    CHECK(p.slots == before);
+    PagerView fixed{};  // no profile (a fixed page size): nothing noted, nothing read
+    profile_note(fixed, 0, 8);
+}
+
+TEST_CASE("the automatic page size: the largest page under twice the 128-byte footprint") {
+    std::vector<std::uint64_t> slots(profile_slots);
+    auto fill = [&](std::uint32_t regions, auto mask_of) {
+        std::fill(slots.begin(), slots.end(), 0);
+        for (std::uint32_t i = 0; i < regions; ++i)
+            slots[i * 7 % profile_slots] = (std::uint64_t{i} + 1) << 32 | mask_of(i);
+        return choose_page_shift(slots.data(), profile_slots, auto_start_shift);
+    };
+    CHECK(fill(100, [](std::uint32_t i) { return 1u << (i % 32); }) == 7);                // 8-byte elements: 128 B
+    CHECK(fill(100, [](std::uint32_t i) { return 3u << (2 * (i % 16)); }) == 8);          // 256-byte rows: 256 B
+    CHECK(fill(100, [](std::uint32_t i) { return 0xffu << (8 * (i % 4)); }) == 10);       // 1 KiB rows: 1 KiB
+    CHECK(fill(100, [](std::uint32_t) { return 0xffffffffu; }) == 12);                    // gathers, scans: 4 KiB
+    CHECK(fill(100, [](std::uint32_t) { return 1u | 1u << 16; }) == 7);                   // two blocks far apart: small
+    CHECK(fill(15, [](std::uint32_t i) { return 1u << (i % 32); }) == auto_start_shift);  // too little seen: kept
+    // Two rows of 256 B in every 1 KiB: a 512 B page holds both (footprint equal), 1 KiB twice the bytes.
+    CHECK(fill(100, [](std::uint32_t i) { return 0xfu << (8 * (i % 4)); }) == 9);
+    // A page in use that is within the bound is kept unless the choice is more than twice as large.
+    std::fill(slots.begin(), slots.end(), 0);
+    for (std::uint32_t i = 0; i < 100; ++i) slots[i] = (std::uint64_t{i} + 1) << 32 | 0xfu << (8 * (i % 4));
+    CHECK(choose_page_shift(slots.data(), profile_slots, 8) == 8);   // 256 B: within, choice 512 B: kept
+    CHECK(choose_page_shift(slots.data(), profile_slots, 12) == 9);  // 4 KiB: 8x the bytes: changed
+    for (std::uint32_t i = 0; i < 100; ++i) slots[i] = (std::uint64_t{i} + 1) << 32 | 0xffffffffu;
+    CHECK(choose_page_shift(slots.data(), profile_slots, 7) == 12);   // 128 B, choice 4 KiB: changed
+    CHECK(choose_page_shift(slots.data(), profile_slots, 11) == 11);  // 2 KiB, choice 4 KiB: kept
+}
+
+TEST_CASE("the automatic page size from access streams: rows, elements, runs, gathers") {
+    const std::uint64_t bytes = 1ull << 30;  // 1 GiB: 256K regions
+    std::mt19937_64 rng(5);
+    auto choose = [&](auto stream, std::uint64_t n) {
+        ProfiledView p(bytes);
+        for (std::uint64_t k = 0; k < n; ++k) {
+            auto [off, len] = stream();
+            profile_note(p.v, off, len);
+        }
+        return choose_page_shift(p.slots.data(), profile_slots, auto_start_shift);
+    };
+    // 1M lookups of random 256-byte rows (about 4 a region): 256 B pages.
+    CHECK(choose(
+              [&] {
+                  return std::pair<std::uint64_t, std::uint64_t>{(rng() % (bytes / 256)) * 256, 256};
+              },
+              1 << 20) == 8);
+    // 1M random 8-byte elements: 128 B.
+    CHECK(choose([&] { return std::pair<std::uint64_t, std::uint64_t>{(rng() % (bytes / 8)) * 8, 8}; }, 1 << 20) == 7);
+    // Runs of 4 adjacent 16-byte elements (64 B) at random 16-byte positions: 128 B.
+    CHECK(choose(
+              [&] {
+                  return std::pair<std::uint64_t, std::uint64_t>{(rng() % (bytes / 16 - 4)) * 16, 64};
+              },
+              1 << 20) == 7);
+    // 64K gathers of 4 KiB blocks: 4 KiB.
+    CHECK(choose(
+              [&] {
+                  return std::pair<std::uint64_t, std::uint64_t>{(rng() % (bytes / 4096)) * 4096, 4096};
+              },
+              1 << 16) == 12);
+    // 1 KiB rows: 1 KiB.
+    CHECK(choose(
+              [&] {
+                  return std::pair<std::uint64_t, std::uint64_t>{(rng() % (bytes / 1024)) * 1024, 1024};
+              },
+              1 << 18) == 10);
+}
+
+TEST_CASE("the access profile under concurrent accesses: every block any thread read is marked, one region a slot") {
+    const std::uint64_t regions = 1 << 14;  // 64 MiB: 1 in 64 sampled
+    ProfiledView p(regions * 4096);
+    const std::vector<std::uint64_t> s = sampled_regions(p.v, regions);
+    constexpr unsigned threads = 8;
+    constexpr std::uint64_t per_thread = 20000;
+    // Each thread notes random 8..256-byte reads over the sampled regions (and unsampled ones, ignored);
+    // the union of what they read is computed here.
+    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> reads(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+        std::mt19937_64 rng(t + 1);
+        for (std::uint64_t k = 0; k < per_thread; ++k) {
+            std::uint64_t region = k % 3 == 0 ? rng() % regions : s[rng() % s.size()];
+            std::uint64_t len = 8u << (rng() % 6), off = region * 4096 + (rng() % (4096 / len)) * len;
+            reads[t].push_back({off, len});
+        }
+    }
+    std::barrier start(threads);
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            start.arrive_and_wait();
+            for (auto [off, len] : reads[t]) profile_note(p.v, off, len);
+        });
+    for (auto& t : ts) t.join();
+    std::map<std::uint64_t, std::uint32_t> want;  // region -> blocks read
+    for (auto& rs : reads)
+        for (auto [off, len] : rs) {
+            const std::uint64_t region = off / 4096;
+            if (!region_sampled(p.v, region)) continue;
+            for (std::uint64_t b = (off % 4096) / 128; b <= (off % 4096 + len - 1) / 128; ++b) want[region] |= 1u << b;
+        }
+    std::uint64_t owned = 0;
+    for (auto [region, mask] : want) {
+        const std::uint64_t e = slot_of(p, region);
+        if ((e >> 32) != region + 1) continue;  // the slot went to another region that hashes there
+        ++owned;
+        CHECK(static_cast<std::uint32_t>(e) == mask);
+    }
+    CHECK(owned * 10 >= want.size() * 9);  // collisions are rare at this fill
+    for (std::uint64_t e : p.slots)
+        if (e != 0) CHECK(want.count((e >> 32) - 1) == 1);  // no slot holds a region nobody read
+}
+
+TEST_CASE("the access profile under contention: threads marking other blocks of the same regions lose none") {
+    const std::uint64_t regions = 1 << 14;
+    constexpr unsigned threads = 8;
+    std::uint64_t lost = 0;
+    for (int round = 0; round < 300 && lost == 0; ++round) {
+        ProfiledView p(regions * 4096);
+        const std::vector<std::uint64_t> s = sampled_regions(p.v, regions);
+        std::barrier start(threads);
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                start.arrive_and_wait();
+                for (unsigned b = t; b < 32; b += threads)
+                    for (std::uint64_t r : s) profile_note(p.v, r * 4096 + b * 128, 8);
+            });
+        for (auto& t : ts) t.join();
+        for (std::uint64_t r : s) {
+            const std::uint64_t e = slot_of(p, r);
+            if ((e >> 32) == r + 1) lost += static_cast<std::uint32_t>(e) != 0xffffffffu;
+        }
+    }
+    CHECK(lost == 0);
+}
+
+TEST_CASE("before the first choice of page size, a small access reads in place until the page pays for a fill") {
+    const std::uint64_t pages = 8;
+    std::vector<std::uint64_t> d = numbered(pages);
+    HostPager p(config(pages, pages, Admission::adaptive), bytes(d));
+    std::vector<std::uint64_t> slots(profile_slots);
+    PagerView v = p.view();  // the host pager's tables, seen as an automatic GPU pager's before its first choice
+    v.profile = slots.data();
+    v.profile_bits = profile_bits_for(v.bytes);
+    REQUIRE(v.paid_hits() == 5);
+    for (std::uint32_t k = 1; k < 5; ++k) {  // a warp's 256-byte rows: in place, counted in the hit bits
+        Step s = begin_access(v, 3, false, 0, 256);
+        CHECK(s.kind == Step::host);
+        end_access(v, 3, v.host_page(3), false);
+        CHECK(Pte{v.pte[3]}.hits() == k);
+        CHECK(Pte{v.pte[3]}.state() == PageState::host);
+    }
+    Step s = begin_access(v, 3, false, 0, 256);  // the fifth: migrates
+    CHECK(s.kind == Step::fill);
+    CHECK(begin_access(v, 2, false, 0, 8).kind == Step::fill);     // a lone thread's element: not held back
+    CHECK(begin_access(v, 1, true, 0, 8).kind == Step::fill);      // writes are not held back
+    CHECK(begin_access(v, 4, false, 0, 1025).kind == Step::fill);  // over a quarter of the page: at once
+    CHECK(begin_access(v, 5, false, 0, 1025 * 4).kind == Step::fill);
+    v.profile_decided = 1;  // after the first choice: as before
+    CHECK(begin_access(v, 6, false, 0, 8).kind == Step::fill);
+    v.profile_decided = 0;
+    v.profile = nullptr;  // a fixed page size: as before
+    CHECK(begin_access(v, 7, false, 0, 8).kind == Step::fill);
+}
+
+TEST_CASE("small accesses before the first choice: threads reading and writing through a small pool stay exact") {
+    const std::uint64_t pages = 32;
+    for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
+        std::vector<std::uint64_t> d = numbered(pages);
+        HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
+        std::vector<std::uint64_t> slots(profile_slots);
+        PagerView v = p.view();
+        v.profile = slots.data();
+        v.profile_bits = profile_bits_for(v.bytes);
+        constexpr unsigned threads = 8;
+        std::vector<std::uint64_t> bad(threads, 0);
+        std::vector<std::thread> ts;
+        // Thread t reads word t of random pages (small reads) and adds 1 to word 256 + t of them.
+        std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(pages));
+        for (unsigned t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                std::mt19937_64 rng(t + 99 * frames);
+                ThreadGroup g = ThreadGroup::current();
+                CpuMover m;
+                for (int i = 0; i < 5000; ++i) {
+                    const std::uint64_t page = rng() % pages;
+                    const bool write = i % 3 == 0;
+                    profile_note(v, page * kPage + (write ? 256 + t : t) * 8, 8);
+                    std::byte* q = acquire(v, page, write, g, m, 32);
+                    std::uint64_t x;
+                    if (write) {
+                        std::memcpy(&x, q + (256 + t) * 8, 8);
+                        ++x;
+                        std::memcpy(q + (256 + t) * 8, &x, 8);
+                        ++writes[t][page];
+                    } else {
+                        std::memcpy(&x, q + t * 8, 8);
+                        bad[t] += x != page * kWords + t;
+                    }
+                    release(v, page, g, q, write);
+                }
+            });
+        for (auto& t : ts) t.join();
+        p.flush();
+        INFO("frames " << frames);
+        for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
+        std::uint64_t wrong = 0;
+        for (std::uint64_t pg = 0; pg < pages; ++pg)
+            for (std::uint64_t w = 0; w < kWords; ++w) {
+                std::uint64_t want = pg * kWords + w;
+                if (w >= 256 && w < 256 + threads) want += writes[w - 256][pg];
+                wrong += d[pg * kWords + w] != want;
+            }
+        CHECK(wrong == 0);
+        for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+        CHECK(p.stats()[c_read_through] > 0);  // small reads went in place before their pages paid
+        CHECK(p.stats()[c_fills] > 0);
+    }
 }
