@@ -166,7 +166,14 @@ const PagerView& GpuPager::view() {
     std::uint32_t regions = 0;
     profile_footprints(slots, profile_slots, w, &regions);
     if (regions < profile_min_regions) return view_;  // too little seen: keep it and look again later
-    const std::uint32_t shift = choose_page_shift(slots, profile_slots, view_.page_shift);
+    std::uint32_t shift = choose_page_shift(slots, profile_slots, view_.page_shift);
+    if (shift < view_.page_shift && view_.never_evicts()) {
+        std::uint64_t fresh = 0;
+        cuda_check(cudaMemcpy(&fresh, view_.ctl + ctl_fresh, 8, cudaMemcpyDeviceToHost), "umem: read frames used",
+                   "pager");
+        if (!change_pays(view_.page_shift, shift, true, std::min<std::uint64_t>(fresh, view_.frames_n), view_.pages))
+            shift = view_.page_shift;
+    }
     const bool first = decisions_++ == 0;
     view_.profile_decided = 1;
     if (shift == view_.page_shift || (!first && shift != wanted_)) {

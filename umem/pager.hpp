@@ -213,6 +213,17 @@ inline std::uint32_t choose_page_shift(const std::uint64_t* slots, std::uint32_t
     return chosen;
 }
 
+// Whether moving from pages of 1 << current to 1 << chosen bytes pays for what it costs (every
+// resident page dropped and filled again). A smaller page only saves bytes on pages not filled yet,
+// and makes nothing fit that did not: with a pool that holds the whole array and half of it already
+// in frames, it does not pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to
+// 128 B after the first pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
+inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t frames_used,
+                        std::uint64_t pages) {
+    if (chosen == current) return false;
+    return chosen > current || !never_evicts || frames_used * 2 < pages;
+}
+
 // What the leader decided for one access.
 struct Step {
     enum Kind : std::uint32_t { hit, host, fill, wait };

@@ -8,7 +8,7 @@
 set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
 size=${1:-small}
-sb=build-umem/bench/umem/umem-sparse-bench
+sb=${SB:-build-umem/bench/umem/umem-sparse-bench}
 ub=build-umem/bench/umem/umem-bench
 step() {  # name timeout command...
     local name=$1 t=$2

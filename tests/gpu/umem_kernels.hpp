@@ -30,8 +30,9 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
 MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops);
 
 // The automatic page size (Config::page_size left out): three kernels, each with a fresh view().
-// Rows: warps read 256-byte rows and add 1 to every word of others (the pager should move to 256 B
-// pages after the first kernel, writing the first kernel's dirty 4 KiB frames back first); gathers:
+// Rows: warps read 256-byte rows and add 1 to every word of others (with a pool smaller than the array
+// the pager should move to 256 B pages after the first kernel, writing the first kernel's dirty 4 KiB
+// frames back first; with one that holds it, mostly filled already, stay at 4 KiB); gathers:
 // warps read whole 4 KiB blocks (the pager should stay at 4 KiB). Reads checked on the GPU, host
 // memory word by word after flush().
 struct AutoResult {

@@ -62,7 +62,7 @@ TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, every wo
     }
 }
 
-TEST_CASE("the automatic page size: rows move the array to 256 B pages, gathers keep 4 KiB, every word exact") {
+TEST_CASE("the automatic page size: rows move a small pool to 256 B pages, gathers keep 4 KiB, every word exact") {
     need_gpu();
     const std::uint64_t blocks = 2048;  // 8 MiB, 4 KiB blocks
     for (std::uint64_t frames : {blocks, blocks / 4, std::uint64_t{16}}) {
@@ -72,9 +72,17 @@ TEST_CASE("the automatic page size: rows move the array to 256 B pages, gathers 
         CHECK(r.bad_words == 0);
         REQUIRE(r.page_sizes.size() == 3);
         CHECK(r.page_sizes[0] == 4096);  // nothing seen yet: 4 KiB
-        CHECK(r.page_sizes[1] == 256);
-        CHECK(r.page_sizes[2] == 256);
-        CHECK(r.relayouts == 1);
+        if (frames == blocks) {
+            // A pool that holds the array, most of it filled by the first kernel's writes: smaller
+            // pages would fill it all again (change_pays), so it stays at 4 KiB.
+            CHECK(r.page_sizes[1] == 4096);
+            CHECK(r.page_sizes[2] == 4096);
+            CHECK(r.relayouts == 0);
+        } else {
+            CHECK(r.page_sizes[1] == 256);
+            CHECK(r.page_sizes[2] == 256);
+            CHECK(r.relayouts == 1);
+        }
     }
     AutoResult g = run_auto(blocks, blocks / 4, 256, 200, true);
     CHECK(g.bad_reads == 0);

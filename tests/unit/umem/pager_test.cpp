@@ -824,3 +824,11 @@ TEST_CASE("small accesses before the first choice: threads reading and writing t
         CHECK(p.stats()[c_fills] > 0);
     }
 }
+
+TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
+    CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident: smaller pages pay
+    CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident: everything would be filled again
+    CHECK(change_pays(12, 7, false, 500, 1000));       // a pool smaller than the array: small pages hold more
+    CHECK(change_pays(7, 12, true, 1000, 1000));       // larger pages: fewer translations, a smaller table
+    CHECK_FALSE(change_pays(8, 8, false, 0, 1000));
+}
