@@ -100,9 +100,13 @@ std::vector<std::string> bind(const Sysfs& sys, const std::vector<pci::Bdf>& dev
                             b.str() + "/sriov_numvfs)");
         }
         auto group = sys.iommu_group(b);
-        if (!group)
+        if (!group) {
+            if (sys.noiommu_mode()) continue;  // vfio-pci makes it a no-IOMMU group of its own when it binds
             throw Error("bind to vfio-pci", b.str(), "has no IOMMU group: the IOMMU is off",
-                        "enable VT-d / AMD-Vi in the firmware and boot with intel_iommu=on (or amd_iommu=on)");
+                        "enable VT-d / AMD-Vi in the firmware and boot with intel_iommu=on (or amd_iommu=on); in a VM "
+                        "without a vIOMMU, VFIO's no-IOMMU mode ('modprobe vfio enable_unsafe_noiommu_mode=1', DMA "
+                        "unprotected; docs/iommu-modes.md)");
+        }
         std::vector<pci::Bdf> in_use;
         for (const auto& m : sys.group_members(*group))
             if (!wanted.count(m) && !driver_keeps_group_viable(sys.driver(m))) in_use.push_back(m);

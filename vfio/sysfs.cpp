@@ -40,6 +40,11 @@ bool Sysfs::exists(const pci::Bdf& bdf) const {
 
 std::string Sysfs::driver(const pci::Bdf& bdf) const { return link_target_name(device_dir(bdf) + "/driver"); }
 
+bool Sysfs::noiommu_mode() const {
+    auto v = file::try_read_text(root_ + "/module/vfio/parameters/enable_unsafe_noiommu_mode");
+    return v && !v->empty() && (*v)[0] == 'Y';
+}
+
 std::optional<unsigned> Sysfs::iommu_group(const pci::Bdf& bdf) const {
     std::string name = link_target_name(device_dir(bdf) + "/iommu_group");
     if (name.empty()) return std::nullopt;

@@ -25,6 +25,9 @@ public:
     std::vector<pci::Bdf> devices() const;                               // every PCI device, sorted
     std::vector<std::string> net_interfaces(const pci::Bdf& bdf) const;  // "eth0 (up)", ...
     std::string ids(const pci::Bdf& bdf) const;                          // "8086:10c9"
+    // VFIO's no-IOMMU mode is on (vfio's enable_unsafe_noiommu_mode=Y): vfio-pci then gives a device without an
+    // IOMMU group a no-IOMMU group of its own when it binds (a VM without a vIOMMU; DMA unprotected).
+    bool noiommu_mode() const;
 
 private:
     std::string root_;

@@ -55,3 +55,25 @@ TEST_CASE("bind takes a PF whose VFs no driver holds") {
     CHECK_THROWS_WITH(vfio::bind(sys, {pf}, opt), ContainsSubstring("vfio-pci did not take the device"));
     CHECK(fake.read("devices/pci0000:00/0000:02:00.0/driver_override") == "vfio-pci");
 }
+
+TEST_CASE("bind: a device without an IOMMU group is refused unless VFIO's no-IOMMU mode is on") {
+    FakeSysfs fake;
+    fake.driver("vfio-pci");
+    fake.device(vf0.str(), -1, "igbvf");  // no group: no IOMMU translates
+    vfio::Sysfs sys(fake.root());
+    vfio::BindOptions opt;
+    opt.state_dir = fake.root() + "/run";
+    opt.force = true;
+    CHECK_FALSE(sys.noiommu_mode());
+    CHECK_THROWS_WITH(vfio::bind(sys, {vf0}, opt), ContainsSubstring("has no IOMMU group") &&
+                                                       ContainsSubstring("intel_iommu=on") &&
+                                                       ContainsSubstring("enable_unsafe_noiommu_mode=1"));
+    CHECK(fake.read("devices/pci0000:00/0000:02:10.0/driver_override") == "(null)\n");  // nothing touched
+    // With the mode on, vfio-pci gives it a no-IOMMU group when it binds: bind goes ahead (the fabricated kernel
+    // never re-probes, so it ends at "did not take", after writing the override).
+    fs::create_directories(fs::path(fake.root()) / "module/vfio/parameters");
+    fake.write("module/vfio/parameters/enable_unsafe_noiommu_mode", "Y\n");
+    CHECK(sys.noiommu_mode());
+    CHECK_THROWS_WITH(vfio::bind(sys, {vf0}, opt), ContainsSubstring("vfio-pci did not take the device"));
+    CHECK(fake.read("devices/pci0000:00/0000:02:10.0/driver_override") == "vfio-pci");
+}
