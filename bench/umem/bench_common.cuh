@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,18 @@ __host__ __device__ inline std::uint64_t mix(std::uint64_t i) {
     std::uint64_t z = i * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
     z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
     return z ^ (z >> 29);
+}
+
+// The comma-separated pieces of a list option ("100,50,25"), in order; a trailing comma adds none.
+inline std::vector<std::string> split_list(const std::string& v) {
+    std::vector<std::string> out;
+    for (std::size_t p = 0; p < v.size();) {
+        std::size_t q = v.find(',', p);
+        if (q == std::string::npos) q = v.size();
+        out.push_back(v.substr(p, q - p));
+        p = q + 1;
+    }
+    return out;
 }
 
 inline unsigned host_threads() { return std::max(1u, std::thread::hardware_concurrency()); }

@@ -951,14 +951,8 @@ Options parse(int argc, char** argv) {
         else if (a == "--small-page")
             o.small_page = std::stoull(value());
         else if (a == "--pages" || a == "--runs") {
-            std::string v = value();
             std::vector<std::uint64_t> xs;
-            for (std::size_t p = 0; p < v.size();) {
-                std::size_t q = v.find(',', p);
-                if (q == std::string::npos) q = v.size();
-                xs.push_back(parse_count(a, v.substr(p, q - p)));
-                p = q + 1;
-            }
+            for (const std::string& x : split_list(value())) xs.push_back(parse_count(a, x));
             if (a == "--pages")
                 o.fixed_pages = xs;
             else
@@ -985,12 +979,7 @@ Options parse(int argc, char** argv) {
             o.detail_path = value();
         else if (a == "--pools") {
             o.pools.clear();
-            std::string v = value();
-            for (std::size_t p = 0; p < v.size();) {
-                std::size_t q = v.find(',', p);
-                o.pools.push_back(parse_double(a, v.substr(p, q == std::string::npos ? q : q - p)));
-                p = q == std::string::npos ? v.size() : q + 1;
-            }
+            for (const std::string& x : split_list(value())) o.pools.push_back(parse_double(a, x));
         } else {
             usage(a == "--help" ? stdout : stderr);
             std::exit(a == "--help" ? 0 : 2);

@@ -753,22 +753,10 @@ Options parse(int argc, char** argv) {
         else if (a == "--gathers")
             o.gathers = std::stoull(value());
         else if (a == "--bfs-pages") {
-            std::string v = value();
-            for (std::size_t p = 0; p < v.size();) {
-                std::size_t q = v.find(',', p);
-                if (q == std::string::npos) q = v.size();
-                o.bfs_pages.push_back(std::stoull(v.substr(p, q - p)));
-                p = q + 1;
-            }
+            for (const std::string& x : split_list(value())) o.bfs_pages.push_back(std::stoull(x));
         } else if (a == "--pages") {
             o.pages.clear();
-            std::string v = value();
-            for (std::size_t p = 0; p < v.size();) {
-                std::size_t q = v.find(',', p);
-                if (q == std::string::npos) q = v.size();
-                o.pages.push_back(std::stoull(v.substr(p, q - p)));
-                p = q + 1;
-            }
+            for (const std::string& x : split_list(value())) o.pages.push_back(std::stoull(x));
         } else if (a == "--policies")
             o.policies = true;
         else if (a == "--bfs-scale")
@@ -781,12 +769,7 @@ Options parse(int argc, char** argv) {
             o.detail_path = value();
         else if (a == "--pools") {
             o.pools.clear();
-            std::string v = value();
-            for (std::size_t p = 0; p < v.size();) {
-                std::size_t q = v.find(',', p);
-                o.pools.push_back(static_cast<unsigned>(std::stoul(v.substr(p, q - p))));
-                p = q == std::string::npos ? v.size() : q + 1;
-            }
+            for (const std::string& x : split_list(value())) o.pools.push_back(static_cast<unsigned>(std::stoul(x)));
         } else {
             std::printf(
                 "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--bfs-pages 256,1024] [--pools 100,50,25]\n"
