@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/error.hpp"
@@ -20,10 +21,13 @@ void cuda_check(cudaError_t rc, const char* op, const std::string& object, const
     if (rc != cudaSuccess) throw Error(op, object, cudaGetErrorString(rc), hint);
 }
 
+// `ordered`: from the stream-ordered allocator, for the page tables that a change of page size frees
+// and allocates (cudaFreeAsync does not wait for the device as cudaFree does).
 template <class T>
-T* device_alloc(std::uint64_t count, const char* what) {
+T* device_alloc(std::uint64_t count, const char* what, bool ordered = false) {
     void* p = nullptr;
-    cuda_check(cudaMalloc(&p, count * sizeof(T)), "umem: cudaMalloc",
+    cuda_check(ordered ? cudaMallocAsync(&p, count * sizeof(T), 0) : cudaMalloc(&p, count * sizeof(T)),
+               ordered ? "umem: cudaMallocAsync" : "umem: cudaMalloc",
                log::concat(what, ", ", count * sizeof(T), " bytes"), "make the frame pool smaller (Config::frames)");
     return static_cast<T*>(p);
 }
@@ -46,6 +50,11 @@ __global__ void flush_kernel(PagerView v) {
             v.count(g.shard(), c_bytes_out, v.page_bytes(page));
         }
     }
+}
+
+__global__ void relay_kernel(PagerView from, PagerView to) {
+    const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
 
 }  // namespace
@@ -90,20 +99,17 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                       cfg.eviction,
                       cfg.prefetch_depth};
     if (auto_) {
-        view_.profile = device_alloc<std::uint64_t>(profile_slots, "page-size profile");
+        view_.profile = device_alloc<std::uint64_t>(profile_words, "page-size profile");
         view_.profile_bits = profile_bits_for(cfg.bytes);
-        cuda_check(cudaMemset(view_.profile, 0, profile_slots * 8), "umem: cudaMemset", "page-size profile");
-        void* news = nullptr;
-        cuda_check(cudaHostAlloc(&news, 8, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size profile flag");
-        news_ = static_cast<std::uint32_t*>(news);
-        *news_ = 0;
-        void* dev_news = nullptr;
-        cuda_check(cudaHostGetDevicePointer(&dev_news, news, 0), "umem: cudaHostGetDevicePointer",
-                   "page-size profile flag");
-        view_.profile_news = static_cast<std::uint32_t*>(dev_news);
-        void* copy = nullptr;  // pinned: the look's copy of the profile takes microseconds, not tens
-        cuda_check(cudaHostAlloc(&copy, profile_slots * 8, 0), "umem: cudaHostAlloc", "page-size profile copy");
-        profile_copy_ = static_cast<std::uint64_t*>(copy);
+        cuda_check(cudaMemset(view_.profile, 0, profile_words * 8), "umem: cudaMemset", "page-size profile");
+        void* choice = nullptr;
+        cuda_check(cudaHostAlloc(&choice, 8, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size proposal");
+        choice_ = static_cast<std::uint32_t*>(choice);
+        *choice_ = 0;
+        void* dev_choice = nullptr;
+        cuda_check(cudaHostGetDevicePointer(&dev_choice, choice, 0), "umem: cudaHostGetDevicePointer",
+                   "page-size proposal");
+        view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
     }
     layout(shift);
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
@@ -128,45 +134,69 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
     cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "pager set-up");
 }
 
-// A fresh page table for pages of 1 << shift bytes over the same pool: every page in host memory,
-// every frame unused, the CLOCK hand and the admission window reset. No kernel may use the pager.
+// A page table for pages of 1 << shift bytes over the same pool, the CLOCK hand and the admission
+// window reset. Smaller pages than the ones in use, where the pool's frames all map (relay_fits): every
+// resident page's sub-pages stay resident in its frame's bytes (relay_page), dirty where it was. Else
+// (the first table, larger pages) dirty frames are written back and every page starts in host memory.
+// No kernel may use the pager.
 void GpuPager::layout(std::uint32_t shift) {
-    cudaFree(view_.pte);
-    cudaFree(view_.frame_owner);
+    const PagerView old = view_;
+    const std::uint64_t frames =
+        std::max<std::uint64_t>(std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1), 1);
+    const bool relay = old.pte != nullptr && relay_fits(old, shift, frames);
+    std::uint64_t fresh = 0;
+    if (old.pte != nullptr && !relay) flush();
+    if (relay)
+        cuda_check(cudaMemcpy(&fresh, old.ctl + ctl_fresh, 8, cudaMemcpyDeviceToHost), "umem: read frames used",
+                   "pager");
     view_.pte = nullptr;
     view_.frame_owner = nullptr;
     view_.page_shift = shift;
     view_.pages = (view_.bytes >> shift) + ((view_.bytes & ((1ull << shift) - 1)) != 0);
-    std::uint64_t frames = std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1);
-    view_.frames_n = static_cast<std::uint32_t>(std::max<std::uint64_t>(frames, 1));
-    view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table");
-    view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners");
-    cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
+    view_.frames_n = static_cast<std::uint32_t>(frames);
+    view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table", true);
+    view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners", true);
     cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
     cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
+    if (relay) {
+        relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
+                                                                                                               view_);
+        fresh = relaid_fresh(old, shift, fresh);
+        cuda_check(cudaMemcpy(view_.ctl + ctl_fresh, &fresh, 8, cudaMemcpyHostToDevice), "umem: set frames used",
+                   "pager");
+    } else {
+        cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
+    }
+    cuda_check(cudaGetLastError(), "umem: page table", "pager");
+    if (old.pte != nullptr) {  // after the relay kernel, in stream order; the host does not wait
+        cudaFreeAsync(old.pte, 0);
+        cudaFreeAsync(old.frame_owner, 0);
+    }
 }
 
-// Costs nothing while the accesses mark nothing new (a read of the flag in host memory); else it
-// waits for the kernels before it, reads the profile (32 KiB) and decides. The profile accumulates
-// until the page size changes: the choice is about what the array's accesses read over its life (a
-// graph search reads sparse parts of its arrays level by level, and all of them in the end). The first
-// choice is made at once; a later change must be chosen by two looks in a row (one kernel's
-// pattern does not flip an array's layout back and forth: each change costs every resident page).
-// A look that changes nothing doubles the number of views until the next (up to 64), so an array
-// whose accesses keep marking new blocks (a skewed stream's new rows) is not looked at every launch.
+// Costs a read of one word in host memory while the accesses propose the page size in use (or mark
+// nothing new); else it waits for the kernels before it, reads the tally (two words) and decides. The
+// tally accumulates until the page size changes: the choice is about what the array's accesses read
+// over its life (a graph search reads sparse parts of its arrays level by level, and all of them in
+// the end). The first choice is made at once; a later change must be chosen by two looks in a row
+// (one kernel's pattern does not flip an array's layout back and forth). A look that changes nothing
+// doubles the number of proposals until the next (up to 64).
 const PagerView& GpuPager::view() {
-    if (!auto_ || atom::load(news_) == 0 || ++since_look_ < look_every_) return view_;
+    if (!auto_) return view_;
+    const std::uint32_t proposed = atom::load(choice_);
+    if (proposed == 0) return view_;
+    if (proposed == view_.page_shift) {  // settled: small reads need not wait for a choice any more
+        atom::store(choice_, 0u);
+        view_.profile_decided = 1;
+        return view_;
+    }
+    if (++since_look_ < look_every_) return view_;
     since_look_ = 0;
-    atom::store(news_, 0u);
-    // A blocking copy: it waits for the kernels before it.
-    cuda_check(cudaMemcpy(profile_copy_, view_.profile, profile_slots * 8, cudaMemcpyDeviceToHost),
-               "umem: read page-size profile", "pager");
-    const std::uint64_t* slots = profile_copy_;
-    std::uint64_t w[6];
-    std::uint32_t regions = 0;
-    profile_footprints(slots, profile_slots, w, &regions);
-    if (regions < profile_min_regions) return view_;  // too little seen: keep it and look again later
-    std::uint32_t shift = choose_page_shift(slots, profile_slots, view_.page_shift);
+    atom::store(choice_, 0u);
+    std::uint64_t t[2];  // a blocking copy: it waits for the kernels before it
+    cuda_check(cudaMemcpy(t, view_.profile + profile_tally, sizeof t, cudaMemcpyDeviceToHost),
+               "umem: read page-size tally", "pager");
+    std::uint32_t shift = choose_page_shift(t, view_.page_shift);
     if (shift < view_.page_shift && view_.never_evicts()) {
         std::uint64_t fresh = 0;
         cuda_check(cudaMemcpy(&fresh, view_.ctl + ctl_fresh, 8, cudaMemcpyDeviceToHost), "umem: read frames used",
@@ -183,16 +213,15 @@ const PagerView& GpuPager::view() {
     }
     wanted_ = 0;
     look_every_ = 1;
-    cuda_check(cudaMemset(view_.profile, 0, profile_slots * 8), "umem: cudaMemset", "page-size profile");
-    {
-        log::debug("umem: automatic page size ", view_.page_size(), " -> ", 1ull << shift,
-                   " B (footprints at 128 B..4 KiB: ", w[0], " ", w[1], " ", w[2], " ", w[3], " ", w[4], " ", w[5],
-                   " blocks in ", regions, " regions)");
-        flush();
-        layout(shift);
-        cuda_check(cudaDeviceSynchronize(), "umem: cudaDeviceSynchronize", "page-size change");
-        ++relayouts_;
-    }
+    const std::uint64_t was = view_.page_size();
+    const auto t0 = std::chrono::steady_clock::now();
+    cuda_check(cudaMemset(view_.profile, 0, profile_words * 8), "umem: cudaMemset", "page-size profile");
+    layout(shift);
+    ++relayouts_;
+    log::debug("umem: automatic page size ", was, " -> ", view_.page_size(), " B in ",
+               std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count(),
+               " us (footprints at 128 B..4 KiB: ", tally_field(t, 0), " ", tally_field(t, 1), " ", tally_field(t, 2),
+               " ", tally_field(t, 3), " ", tally_field(t, 4), " ", tally_field(t, 5), " blocks)");
     return view_;
 }
 
@@ -214,8 +243,7 @@ void GpuPager::release_all() noexcept {
     cudaFree(view_.counters);
     cudaFree(view_.frames);
     cudaFree(view_.profile);
-    if (news_ != nullptr) cudaFreeHost(news_);
-    if (profile_copy_ != nullptr) cudaFreeHost(profile_copy_);
+    if (choice_ != nullptr) cudaFreeHost(choice_);
 }
 
 // Serves tickets in order: takes every request already posted (up to a batch), submits them

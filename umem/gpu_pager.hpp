@@ -28,10 +28,10 @@ public:
     ~GpuPager();
 
     // The view a kernel's Array is built from: take it for every launch. With the page size left out
-    // (automatic), when the kernels before it marked something new in the access profile, it waits for
-    // them, reads what their accesses showed and, when another page size pays, writes dirty frames back
-    // and starts a page table at that size (the pool keeps its bytes; every page starts in host memory
-    // again). An Array built from an older view must not be launched after that.
+    // (automatic), when the kernels before it propose another page size, it waits for them, reads what
+    // their accesses showed and, when it pays, lays out a page table at that size (smaller pages: the
+    // resident ones stay where they are, split; larger: dirty frames written back, every page in host
+    // memory again). An Array built from an older view must not be launched after that.
     const PagerView& view();
     // The page size in use now (automatic: what view() last chose).
     std::uint64_t page_size() const noexcept { return view_.page_size(); }
@@ -46,19 +46,18 @@ public:
 
 private:
     void set_up(const Config& cfg, std::byte* host);
-    void layout(std::uint32_t shift);  // page table and frame owners for pages of 1 << shift bytes
+    void layout(std::uint32_t shift);  // page table and frame owners for pages of 1 << shift bytes (re-laid)
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 
     PagerView view_{};
     bool auto_ = false;  // page size left out: view() picks it
     std::uint64_t pool_bytes_ = 0;
-    std::uint64_t relayouts_ = 0;            // page-size changes so far
-    std::uint64_t decisions_ = 0;            // looks at the profile that decided something
-    std::uint32_t wanted_ = 0;               // the shift the last look chose, when it did not change it yet
-    std::uint32_t* news_ = nullptr;          // pinned, mapped: view_.profile_news
-    std::uint64_t* profile_copy_ = nullptr;  // pinned host copy of the profile, for a look
-    std::uint32_t look_every_ = 1;           // views between looks at the profile
+    std::uint64_t relayouts_ = 0;      // page-size changes so far
+    std::uint64_t decisions_ = 0;      // looks at the profile that decided something
+    std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
+    std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
+    std::uint32_t look_every_ = 1;     // views between looks at the profile
     std::uint32_t since_look_ = 0;
     CopyRingView ring_{};
     Engine engine_;

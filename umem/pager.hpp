@@ -89,11 +89,12 @@ struct PagerView {
     std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
     // Automatic page size (Config::page_size left out): where accesses note what they read
     // (profile_note); null when the page size is fixed.
-    std::uint64_t* profile = nullptr;  // [profile_slots]
+    std::uint64_t* profile = nullptr;  // [profile_words]: the slots, then the tally
     std::uint32_t profile_bits = 0;    // a 4 KiB region is sampled when the top profile_bits of its hash are 0
-    // Set to 1 by an access that marked something new (no read-modify-write: the word may be in host
-    // memory, where a GPU's atomics are not atomic), so the owner looks at the profile only then.
-    std::uint32_t* profile_news = nullptr;
+    // The page shift the tally proposes, stored by an access that marked something new (a plain store:
+    // the word is in host memory, where a GPU's atomics are not atomic); 0 = nothing new. The owner
+    // looks at the tally only when it proposes another page size than the one in use.
+    std::uint32_t* profile_choice = nullptr;
     // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
     // page or less) reads a host page in place until it was read there paid_hits() times (small_admit).
     std::uint32_t profile_decided = 0;
@@ -128,11 +129,15 @@ struct PagerView {
 // With Config::page_size left out the pager learns per array which granularity pays from what the
 // accesses read (umem/README.md: how it was chosen). Accesses note the bytes they read in a sample of
 // 4 KiB regions: one 64-bit slot per sampled region, the region's number + 1 in the high half and one
-// bit per 128-byte block read in the low half. Between kernels the owner reads the slots and picks the
-// largest page whose footprint (bytes of the pages those reads touch) stays under 3/2 of the
-// footprint at 128 B (choose_page_shift), so a fill moves little that nobody reads, and pages are as
-// large as that allows (fewer translations, a smaller page table).
+// bit per 128-byte block read in the low half. The access that marks new blocks also adds what they
+// change to a running tally of footprints (bytes of the pages those reads touch, at each page size)
+// and proposes the largest page whose footprint stays under 3/2 of the footprint at 128 B
+// (choose_page_shift), so a fill moves little that nobody reads, and pages are as large as that
+// allows (fewer translations, a smaller page table). The owner reads two words, and only when the
+// proposal differs from the page size in use.
 inline constexpr unsigned profile_slots = 4096;
+inline constexpr unsigned profile_tally = profile_slots;  // two words: footprints at 128 B..512 B, 1 KiB..4 KiB
+inline constexpr unsigned profile_words = profile_slots + 2;
 inline constexpr std::uint32_t profile_min_regions = 16;  // fewer sampled regions seen: no decision
 inline constexpr std::uint32_t auto_min_shift = 7;        // 128 B
 inline constexpr std::uint32_t auto_max_shift = 12;    // 4 KiB: the largest an access profile of 4 KiB regions can show
@@ -146,8 +151,54 @@ UMEM_HD inline std::uint32_t profile_bits_for(std::uint64_t bytes) {
     return bits;
 }
 
+UMEM_HD inline std::uint32_t popcount32(std::uint32_t m) {
+#if defined(__CUDA_ARCH__)
+    return static_cast<std::uint32_t>(__popc(m));
+#else
+    return static_cast<std::uint32_t>(__builtin_popcount(m));
+#endif
+}
+
+// The tally: footprint at pages of 128 << k bytes, in 128-byte blocks, summed over the sampled
+// regions, field k of 21 bits (at most 32 x profile_slots = 2^17 each): k = 0..2 in word 0, 3..5 in
+// word 1. A footprint only grows with the blocks read, so fields add and subtract without carries.
+inline constexpr unsigned tally_bits = 21;
+UMEM_HD inline std::uint64_t tally_field(const std::uint64_t (&t)[2], unsigned k) {
+    return (t[k / 3] >> (tally_bits * (k % 3))) & ((1ull << tally_bits) - 1);
+}
+
+// One region's footprints for the blocks in mask m, as tally words. Folding: after step k bit j*2^k
+// of m says whether any block of page j (of 2^k blocks) was read.
+UMEM_HD inline void region_tally(std::uint32_t m, std::uint64_t (&t)[2]) {
+    constexpr std::uint32_t keep[5] = {0x55555555u, 0x11111111u, 0x01010101u, 0x00010001u, 0x00000001u};
+    t[0] = popcount32(m);
+    t[1] = 0;
+    for (unsigned k = 1; k < 6; ++k) {
+        m = (m | (m >> (1u << (k - 1)))) & keep[k - 1];
+        t[k / 3] += static_cast<std::uint64_t>(popcount32(m) << k) << (tally_bits * (k % 3));
+    }
+}
+
+// The page shift (auto_min_shift .. auto_max_shift) the tally says pays: the largest page whose
+// footprint is under 3/2 of the 128-byte footprint. `current` is kept when too few regions were
+// seen, and while it is itself within the bound and the choice is at most twice as large (a change
+// costs a flush or re-lay of the page table).
+UMEM_HD inline std::uint32_t choose_page_shift(const std::uint64_t (&t)[2], std::uint32_t current) {
+    const std::uint64_t w0 = tally_field(t, 0);
+    if (tally_field(t, 5) < 32ull * profile_min_regions) return current;  // 32 blocks a region at 4 KiB
+    std::uint32_t k = 0;
+    for (std::uint32_t j = 0; j < 6; ++j)
+        if (tally_field(t, j) * 2 < w0 * 3) k = j;
+    const std::uint32_t chosen = auto_min_shift + k;
+    if (current >= auto_min_shift && current <= auto_max_shift &&
+        tally_field(t, current - auto_min_shift) * 2 < w0 * 3 && chosen < current + 2)
+        return current;
+    return chosen;
+}
+
 // An access read bytes [offset, offset + n) (n >= 1); the part inside offset's 4 KiB region is noted.
-// A read of the slot, and an atomic only the first time a block of a sampled region is read.
+// A multiply and a compare for an unsampled region; a read of the slot for a sampled one; atomics and
+// a proposal only the first time a block of a sampled region is read.
 UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::uint64_t n) {
     if (v.profile == nullptr) return;
     const std::uint64_t region = offset >> 12;
@@ -160,68 +211,68 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
     const std::uint64_t bits = ((last_block == 31 ? 0xffffffffull : (2ull << last_block) - 1) >> first_block)
                                << first_block;
     const std::uint64_t tag = (region + 1) << 32;
-    std::uint64_t e = atom::peek(slot);
+    std::uint64_t e = atom::peek(slot), before = 0;
     if (e == 0) {
         std::uint64_t expected = 0;
-        if (atom::cas(slot, expected, tag | bits)) {
-            if (v.profile_news != nullptr) atom::store(v.profile_news, 1u);
-            return;
-        }
-        e = expected;
+        if (!atom::cas(slot, expected, tag | bits)) e = expected;
     }
-    if ((e & ~0xffffffffull) != tag || (e & bits) == bits) return;  // another region's slot, or nothing new
-    atom::fetch_or(slot, bits);
-    if (v.profile_news != nullptr) atom::store(v.profile_news, 1u);
-}
-
-// Footprint at pages of 128 << k bytes, in 128-byte blocks, summed over the sampled regions; regions
-// seen in *regions.
-inline void profile_footprints(const std::uint64_t* slots, std::uint32_t n, std::uint64_t (&w)[6],
-                               std::uint32_t* regions) {
-    for (auto& x : w) x = 0;
-    *regions = 0;
-    // Folding: after step k bit j*2^k of m says whether any block of page j (of 2^k blocks) was read.
-    static constexpr std::uint32_t keep[5] = {0x55555555u, 0x11111111u, 0x01010101u, 0x00010001u, 0x00000001u};
-    for (std::uint32_t i = 0; i < n; ++i) {
-        std::uint32_t m = static_cast<std::uint32_t>(slots[i]);
-        if (m == 0) continue;
-        ++*regions;
-        w[0] += static_cast<std::uint64_t>(__builtin_popcount(m));
-        for (unsigned k = 1; k < 6; ++k) {
-            m = (m | (m >> (1u << (k - 1)))) & keep[k - 1];
-            w[k] += static_cast<std::uint64_t>(__builtin_popcount(m)) << k;
-        }
+    if (e != 0) {
+        if ((e & ~0xffffffffull) != tag || (e & bits) == bits) return;  // another region's slot, or nothing new
+        before = atom::fetch_or(slot, bits);
+        if ((before & bits) == bits) return;  // another access marked them first
     }
+    std::uint64_t was[2], now[2], t[2];
+    region_tally(static_cast<std::uint32_t>(before), was);
+    region_tally(static_cast<std::uint32_t>(before | bits), now);
+    for (unsigned i = 0; i < 2; ++i) {
+        const std::uint64_t d = now[i] - was[i];
+        t[i] =
+            d != 0 ? atom::fetch_add(&v.profile[profile_tally + i], d) + d : atom::peek(&v.profile[profile_tally + i]);
+    }
+    if (v.profile_choice != nullptr && tally_field(t, 5) >= 32ull * profile_min_regions)
+        atom::store(v.profile_choice, choose_page_shift(t, v.page_shift));
 }
 
-// The page shift (auto_min_shift .. auto_max_shift) the profile says pays: the largest page whose
-// footprint is under 3/2 of the 128-byte footprint. `current` is kept when too few regions were
-// seen, and while it is itself within the bound and the choice is at most twice as large (a change
-// costs a flush and every resident page).
-inline std::uint32_t choose_page_shift(const std::uint64_t* slots, std::uint32_t n, std::uint32_t current) {
-    std::uint64_t w[6];
-    std::uint32_t regions = 0;
-    profile_footprints(slots, n, w, &regions);
-    if (regions < profile_min_regions) return current;
-    std::uint32_t k = 0;
-    for (std::uint32_t j = 0; j < 6; ++j)
-        if (w[j] * 2 < w[0] * 3) k = j;
-    const std::uint32_t chosen = auto_min_shift + k;
-    if (current >= auto_min_shift && current <= auto_max_shift && w[current - auto_min_shift] * 2 < w[0] * 3 &&
-        chosen < current + 2)
-        return current;
-    return chosen;
-}
-
-// Whether moving from pages of 1 << current to 1 << chosen bytes pays for what it costs (every
-// resident page dropped and filled again). A smaller page only saves bytes on pages not filled yet,
-// and makes nothing fit that did not: with a pool that holds the whole array and half of it already
-// in frames, it does not pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to
-// 128 B after the first pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
+// Whether moving from pages of 1 << current to 1 << chosen bytes pays. Larger pages: fewer
+// translations and a smaller table. Smaller pages save bytes only on pages not filled yet and make
+// nothing fit that did not, while a hit through the larger table costs more (its 8 bytes a page stop
+// fitting L2): with a pool that holds the whole array and half of it already in frames, they do not
+// pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to 128 B after the first
+// pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
 inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t frames_used,
                         std::uint64_t pages) {
     if (chosen == current) return false;
     return chosen > current || !never_evicts || frames_used * 2 < pages;
+}
+
+// Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
+// 1 << from.page_shift bytes is frames f << d .. (f << d) + 2^d - 1 of pages of 1 << to.page_shift
+// (d the difference; the same bytes), so sub-page j of a resident page stays resident in frame
+// (f << d) + j, dirty when the page was. Its hits count as paid (no fill at this size: its eviction
+// must not look like thrashing), and it is not referenced (CLOCK takes first the sub-pages nobody reads
+// again). Writes new page q's PTE and, when resident, its frame's owner (owners start at no_page).
+UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
+    const std::uint32_t d = from.page_shift - to.page_shift;
+    const Pte e{atom::peek(&from.pte[q >> d])};
+    std::uint64_t w = 0;
+    if (e.state() == PageState::resident) {
+        const std::uint32_t f = (e.frame() << d) | static_cast<std::uint32_t>(q & ((1u << d) - 1));
+        w = static_cast<std::uint64_t>(PageState::resident) | (e.word & Pte::dirty) | Pte::hits_mask |
+            (static_cast<std::uint64_t>(f) << Pte::frame_shift);
+        to.frame_owner[f] = static_cast<std::uint32_t>(q);
+    }
+    to.pte[q] = w;
+}
+
+// Whether a pool of `to_frames` frames of 1 << to_shift bytes has a frame for every byte of `from`'s
+// frames (a pool capped at Pte::max_frames may not): else the change flushes and starts over.
+inline bool relay_fits(const PagerView& from, std::uint32_t to_shift, std::uint64_t to_frames) {
+    return to_shift < from.page_shift && (std::uint64_t{from.frames_n} << (from.page_shift - to_shift)) <= to_frames;
+}
+
+// The next never-used frame after relay_page: the sub-frames of every frame taken before.
+inline std::uint64_t relaid_fresh(const PagerView& from, std::uint32_t to_shift, std::uint64_t fresh) {
+    return (fresh < from.frames_n ? fresh : from.frames_n) << (from.page_shift - to_shift);
 }
 
 // What the leader decided for one access.

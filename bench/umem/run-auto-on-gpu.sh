@@ -8,8 +8,9 @@
 set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
 size=${1:-small}
-sb=${SB:-build-umem/bench/umem/umem-sparse-bench}
-ub=build-umem/bench/umem/umem-bench
+sb=${SB:-build-umem/bench/umem/umem-sparse-bench}  # SB, UB, GT: other builds of the three binaries
+ub=${UB:-build-umem/bench/umem/umem-bench}
+gt=${GT:-build-umem/tests/gpu/gpu-umem}
 step() {  # name timeout command...
     local name=$1 t=$2
     shift 2
@@ -19,7 +20,7 @@ step() {  # name timeout command...
     tail -3 "$out/$name.err"
 }
 if [ -z "${SKIP_TESTS:-}" ]; then
-    step gpu-tests 180 build-umem/tests/gpu/gpu-umem
+    step gpu-tests 180 $gt
     tail -3 "$out/gpu-tests.txt"
 fi
 if [ "$size" = small ] || [ "$size" = all ]; then

@@ -145,6 +145,22 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
     }
 }
 
+// What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
+// of a row, the same random walk on the host.
+void expect_row_writes(std::vector<std::uint64_t>& expect, std::uint64_t blocks, std::uint32_t warps, std::uint32_t ops,
+                       std::uint32_t seed) {
+    for (std::uint32_t warp = 0; warp < warps; ++warp) {
+        std::uint32_t s = warp * 2246822519u + seed;
+        for (std::uint32_t i = 0; i < ops; ++i) {
+            std::uint64_t block;
+            std::uint32_t rr, wr;
+            row_op(s, blocks, block, rr, wr);
+            if (i % 2 == 1)
+                for (std::uint32_t w = 0; w < kRowWords; ++w) ++expect[block * kWords + wr * kRowWords + w];
+        }
+    }
+}
+
 struct Host {
     std::uint64_t* p = nullptr;
     explicit Host(std::uint64_t bytes) {
@@ -234,16 +250,7 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     }
     std::vector<std::uint64_t> expect(blocks * kWords);
     fill(expect.data(), blocks);
-    for (std::uint32_t warp = 0; warp < (warps + 7) / 8 * 8; ++warp) {
-        std::uint32_t s = warp * 2246822519u + 3;
-        for (std::uint32_t i = 0; i < ops; ++i) {
-            std::uint64_t block;
-            std::uint32_t rr, wr;
-            row_op(s, blocks, block, rr, wr);
-            if (i % 2 == 1)
-                for (std::uint32_t k = 0; k < kRowWords; ++k) ++expect[block * kWords + wr * kRowWords + k];
-        }
-    }
+    expect_row_writes(expect, blocks, (warps + 7) / 8 * 8, ops, 3);
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
     return r;
 }
@@ -276,17 +283,7 @@ AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t wa
     std::vector<std::uint64_t> expect(blocks * kWords);
     fill(expect.data(), blocks);
     if (!gathers)
-        for (std::uint32_t k = 0; k < 3; ++k)
-            for (std::uint32_t warp = 0; warp < grid * 8; ++warp) {
-                std::uint32_t s = warp * 2246822519u + 3 + 1000 * k;
-                for (std::uint32_t i = 0; i < ops; ++i) {
-                    std::uint64_t block;
-                    std::uint32_t rr, wr;
-                    row_op(s, blocks, block, rr, wr);
-                    if (i % 2 == 1)
-                        for (std::uint32_t w = 0; w < kRowWords; ++w) ++expect[block * kWords + wr * kRowWords + w];
-                }
-            }
+        for (std::uint32_t k = 0; k < 3; ++k) expect_row_writes(expect, blocks, grid * 8, ops, 3 + 1000 * k);
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
     return r;
 }

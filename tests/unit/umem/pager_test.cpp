@@ -559,13 +559,33 @@ namespace {
 
 // A view with only what profile_note uses: the profile, sampling as for an array of `bytes`.
 struct ProfiledView {
-    std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(profile_slots);
+    std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(profile_words);
+    std::uint32_t choice = 0;
     PagerView v{};
     explicit ProfiledView(std::uint64_t bytes) {
         v.profile = slots.data();
         v.profile_bits = profile_bits_for(bytes);
+        v.profile_choice = &choice;
+        v.page_shift = auto_start_shift;
     }
 };
+
+// The tally recounted from the slots (what the accesses' running tally must equal).
+void recount(const std::vector<std::uint64_t>& slots, std::uint64_t (&t)[2]) {
+    t[0] = t[1] = 0;
+    for (unsigned i = 0; i < profile_slots; ++i) {
+        std::uint64_t r[2];
+        region_tally(static_cast<std::uint32_t>(slots[i]), r);
+        t[0] += r[0];
+        t[1] += r[1];
+    }
+}
+
+std::uint32_t choose_from_slots(const std::vector<std::uint64_t>& slots, std::uint32_t current) {
+    std::uint64_t t[2];
+    recount(slots, t);
+    return choose_page_shift(t, current);
+}
 
 bool region_sampled(const PagerView& v, std::uint64_t region) {
     return ((region * 0x9e3779b97f4a7c15ull) >> (64 - v.profile_bits)) == 0;
@@ -609,12 +629,12 @@ TEST_CASE("the access profile marks the 128-byte blocks an access reads, in samp
 }
 
 TEST_CASE("the automatic page size: the largest page under twice the 128-byte footprint") {
-    std::vector<std::uint64_t> slots(profile_slots);
+    std::vector<std::uint64_t> slots(profile_words);
     auto fill = [&](std::uint32_t regions, auto mask_of) {
         std::fill(slots.begin(), slots.end(), 0);
         for (std::uint32_t i = 0; i < regions; ++i)
             slots[i * 7 % profile_slots] = (std::uint64_t{i} + 1) << 32 | mask_of(i);
-        return choose_page_shift(slots.data(), profile_slots, auto_start_shift);
+        return choose_from_slots(slots, auto_start_shift);
     };
     CHECK(fill(100, [](std::uint32_t i) { return 1u << (i % 32); }) == 7);                // 8-byte elements: 128 B
     CHECK(fill(100, [](std::uint32_t i) { return 3u << (2 * (i % 16)); }) == 8);          // 256-byte rows: 256 B
@@ -627,11 +647,11 @@ TEST_CASE("the automatic page size: the largest page under twice the 128-byte fo
     // A page in use that is within the bound is kept unless the choice is more than twice as large.
     std::fill(slots.begin(), slots.end(), 0);
     for (std::uint32_t i = 0; i < 100; ++i) slots[i] = (std::uint64_t{i} + 1) << 32 | 0xfu << (8 * (i % 4));
-    CHECK(choose_page_shift(slots.data(), profile_slots, 8) == 8);   // 256 B: within, choice 512 B: kept
-    CHECK(choose_page_shift(slots.data(), profile_slots, 12) == 9);  // 4 KiB: 8x the bytes: changed
+    CHECK(choose_from_slots(slots, 8) == 8);   // 256 B: within, choice 512 B: kept
+    CHECK(choose_from_slots(slots, 12) == 9);  // 4 KiB: 8x the bytes: changed
     for (std::uint32_t i = 0; i < 100; ++i) slots[i] = (std::uint64_t{i} + 1) << 32 | 0xffffffffu;
-    CHECK(choose_page_shift(slots.data(), profile_slots, 7) == 12);   // 128 B, choice 4 KiB: changed
-    CHECK(choose_page_shift(slots.data(), profile_slots, 11) == 11);  // 2 KiB, choice 4 KiB: kept
+    CHECK(choose_from_slots(slots, 7) == 12);   // 128 B, choice 4 KiB: changed
+    CHECK(choose_from_slots(slots, 11) == 11);  // 2 KiB, choice 4 KiB: kept
 }
 
 TEST_CASE("the automatic page size from access streams: rows, elements, runs, gathers") {
@@ -643,7 +663,13 @@ TEST_CASE("the automatic page size from access streams: rows, elements, runs, ga
             auto [off, len] = stream();
             profile_note(p.v, off, len);
         }
-        return choose_page_shift(p.slots.data(), profile_slots, auto_start_shift);
+        // The accesses' running tally is the recount, and what they proposed is its choice.
+        std::uint64_t t[2];
+        recount(p.slots, t);
+        CHECK(p.slots[profile_tally] == t[0]);
+        CHECK(p.slots[profile_tally + 1] == t[1]);
+        CHECK(p.choice == choose_page_shift(t, auto_start_shift));
+        return choose_page_shift(t, auto_start_shift);
     };
     // 1M lookups of random 256-byte rows (about 4 a region): 256 B pages.
     CHECK(choose(
@@ -713,8 +739,12 @@ TEST_CASE("the access profile under concurrent accesses: every block any thread 
         CHECK(static_cast<std::uint32_t>(e) == mask);
     }
     CHECK(owned * 10 >= want.size() * 9);  // collisions are rare at this fill
-    for (std::uint64_t e : p.slots)
-        if (e != 0) CHECK(want.count((e >> 32) - 1) == 1);  // no slot holds a region nobody read
+    for (unsigned i = 0; i < profile_slots; ++i)
+        if (p.slots[i] != 0) CHECK(want.count((p.slots[i] >> 32) - 1) == 1);  // no slot holds a region nobody read
+    std::uint64_t t[2];  // the running tally lost and doubled nothing
+    recount(p.slots, t);
+    CHECK(p.slots[profile_tally] == t[0]);
+    CHECK(p.slots[profile_tally + 1] == t[1]);
 }
 
 TEST_CASE("the access profile under contention: threads marking other blocks of the same regions lose none") {
@@ -737,6 +767,9 @@ TEST_CASE("the access profile under contention: threads marking other blocks of 
             const std::uint64_t e = slot_of(p, r);
             if ((e >> 32) == r + 1) lost += static_cast<std::uint32_t>(e) != 0xffffffffu;
         }
+        std::uint64_t t[2];
+        recount(p.slots, t);
+        lost += p.slots[profile_tally] != t[0] || p.slots[profile_tally + 1] != t[1];
     }
     CHECK(lost == 0);
 }
@@ -745,7 +778,7 @@ TEST_CASE("before the first choice of page size, a small access reads in place u
     const std::uint64_t pages = 8;
     std::vector<std::uint64_t> d = numbered(pages);
     HostPager p(config(pages, pages, Admission::adaptive), bytes(d));
-    std::vector<std::uint64_t> slots(profile_slots);
+    std::vector<std::uint64_t> slots(profile_words);
     PagerView v = p.view();  // the host pager's tables, seen as an automatic GPU pager's before its first choice
     v.profile = slots.data();
     v.profile_bits = profile_bits_for(v.bytes);
@@ -775,7 +808,7 @@ TEST_CASE("small accesses before the first choice: threads reading and writing t
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
         std::vector<std::uint64_t> d = numbered(pages);
         HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
-        std::vector<std::uint64_t> slots(profile_slots);
+        std::vector<std::uint64_t> slots(profile_words);
         PagerView v = p.view();
         v.profile = slots.data();
         v.profile_bits = profile_bits_for(v.bytes);
@@ -831,4 +864,97 @@ TEST_CASE("a smaller page does not pay once a pool that holds the whole array ho
     CHECK(change_pays(12, 7, false, 500, 1000));       // a pool smaller than the array: small pages hold more
     CHECK(change_pays(7, 12, true, 1000, 1000));       // larger pages: fewer translations, a smaller table
     CHECK_FALSE(change_pays(8, 8, false, 0, 1000));
+}
+
+TEST_CASE("smaller pages in place: resident pages stay split in their frames, dirty carried, exact through eviction") {
+    const std::uint64_t pages = 16;
+    constexpr std::uint32_t to_shift = 8, d = 12 - to_shift, sub = 1u << d, sub_words = 256 / 8;
+    for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
+        INFO("frames " << frames);
+        std::vector<std::uint64_t> data = numbered(pages), want = numbered(pages);
+        HostPager p(config(pages, frames, Admission::adaptive), bytes(data));
+        // At 4 KiB: every page read, every third one written (word 0 of its sub-page k % 16).
+        for (std::uint64_t k = 0; k < pages; ++k) {
+            auto a = p.access(k, k % 3 == 0);
+            if (k % 3 != 0) continue;
+            const std::uint64_t w = (k % sub) * sub_words;
+            std::uint64_t x = word(a, w) + 1000;
+            std::memcpy(a.data() + w * 8, &x, 8);
+            want[k * kWords + w] += 1000;
+        }
+        const PagerView from = p.view();
+        std::vector<std::uint64_t> pte(pages * sub), ctl(ctl_words);
+        std::vector<std::uint32_t> owner(frames * sub, no_page);
+        PagerView to = from;
+        to.page_shift = to_shift;
+        to.pages = pages * sub;
+        to.frames_n = static_cast<std::uint32_t>(frames * sub);
+        to.pte = pte.data();
+        to.frame_owner = owner.data();
+        to.ctl = ctl.data();
+        REQUIRE(relay_fits(from, to_shift, to.frames_n));
+        CHECK_FALSE(relay_fits(from, to_shift, to.frames_n - 1));  // a capped pool: flush instead
+        for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+        ctl[ctl_fresh] = relaid_fresh(from, to_shift, from.ctl[ctl_fresh]);
+        CHECK(ctl[ctl_fresh] == frames * sub);  // every frame was taken at 4 KiB
+        std::uint64_t carried = 0;
+        for (std::uint64_t page = 0; page < pages; ++page) {
+            const Pte e{from.pte[page]};
+            for (std::uint32_t j = 0; j < sub; ++j) {
+                const Pte n{pte[page * sub + j]};
+                CHECK(n.state() == e.state());
+                if (e.state() != PageState::resident) continue;
+                ++carried;
+                CHECK(to.frame_data(n.frame()) == from.frame_data(e.frame()) + j * 256);  // the same bytes
+                CHECK(owner[n.frame()] == page * sub + j);
+                CHECK(n.is(Pte::dirty) == e.is(Pte::dirty));
+                CHECK(n.pins() == 0);
+            }
+        }
+        CHECK(carried == std::min(pages, frames) * sub);
+        const std::uint64_t fills_before = p.stats()[c_fills];
+        // At 256 B: 8 threads read every sub-page's words 8..31 (checked) and add 1 to word t of random ones.
+        constexpr unsigned threads = 8;
+        std::vector<std::uint64_t> bad(threads, 0);
+        std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(to.pages));
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                std::mt19937_64 rng(t + 7 * frames);
+                ThreadGroup g = ThreadGroup::current();
+                CpuMover m;
+                for (int i = 0; i < 4000; ++i) {
+                    const std::uint64_t q = rng() % to.pages;
+                    const bool write = i % 4 == 0;
+                    std::byte* b = acquire(to, q, write, g, m);
+                    if (write) {
+                        std::uint64_t x;
+                        std::memcpy(&x, b + t * 8, 8);
+                        ++x;
+                        std::memcpy(b + t * 8, &x, 8);
+                        ++writes[t][q];
+                    } else {
+                        for (std::uint32_t w = 8; w < sub_words; ++w) {
+                            std::uint64_t x;
+                            std::memcpy(&x, b + w * 8, 8);
+                            bad[t] += x != q * sub_words + w;
+                        }
+                    }
+                    release(to, q, g, b, write);
+                }
+            });
+        for (auto& t : ts) t.join();
+        ThreadGroup g{0};
+        CpuMover m;
+        flush_all(to, g, m);
+        for (unsigned t = 0; t < threads; ++t) {
+            CHECK(bad[t] == 0);
+            for (std::uint64_t q = 0; q < to.pages; ++q) want[q * sub_words + t] += writes[t][q];
+        }
+        std::uint64_t wrong = 0;
+        for (std::uint64_t i = 0; i < want.size(); ++i) wrong += data[i] != want[i];
+        CHECK(wrong == 0);
+        for (std::uint64_t q = 0; q < to.pages; ++q) CHECK(Pte{pte[q]}.pins() == 0);
+        if (frames == pages) CHECK(p.stats()[c_fills] == fills_before);  // nothing filled again
+    }
 }
