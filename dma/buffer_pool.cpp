@@ -31,15 +31,26 @@ BufferPool::BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t b
 
 BufferPool::BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count)
     : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
-    const std::size_t fit = buffer_size == 0 ? 0 : window.size() / stride_;
+    carve(window.cpu().name(),
+          const_cast<std::byte*>(reinterpret_cast<volatile std::byte*>(window.cpu().data() + window.bar_offset())),
+          window.size(), window.iova());
+}
+
+BufferPool::BufferPool(std::span<std::byte> memory, std::uint64_t iova, std::size_t buffer_size, std::uint32_t count)
+    : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
+    carve("caller's memory", memory.data(), memory.size(), iova);
+}
+
+void BufferPool::carve(const std::string& what, std::byte* base, std::size_t size, std::uint64_t iova) {
+    const std::size_t fit = buffer_size_ == 0 ? 0 : size / stride_;
+    const std::uint32_t asked = count_;
     if (count_ == 0) count_ = static_cast<std::uint32_t>(std::min<std::size_t>(fit, UINT32_MAX));
-    if (buffer_size == 0 || count_ == 0 || count_ > fit)
-        throw Error(
-            "create buffer pool", window.cpu().name(),
-            log::concat(count, " x ", buffer_size, " bytes do not fit in a window of ", window.size(), " bytes"),
-            "use a larger window or fewer/smaller buffers");
-    base_ = const_cast<std::byte*>(reinterpret_cast<volatile std::byte*>(window.cpu().data() + window.bar_offset()));
-    base_iova_ = window.iova();
+    if (buffer_size_ == 0 || count_ == 0 || count_ > fit)
+        throw Error("create buffer pool", what,
+                    log::concat(asked, " x ", buffer_size_, " bytes do not fit in ", size, " bytes"),
+                    "give it more memory (a larger window) or fewer/smaller buffers");
+    base_ = base;
+    base_iova_ = iova;
     free_.resize(count_);
     for (std::uint32_t i = 0; i < count_; ++i) free_[i] = count_ - 1 - i;
     top_ = count_;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "mapping.hpp"
@@ -30,6 +32,9 @@ public:
     // count 0: as many as fit. Buffer::data points into the window's CPU mapping (uncached on real BARs).
     // Nothing of its own is mapped (mapping() is empty); the window must outlive the pool.
     BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count = 0);
+    // Buffers carved from memory the caller owns and has made visible to the device at `iova` (or plain
+    // memory for tests of ring logic); count 0: as many as fit. The memory must outlive the pool.
+    BufferPool(std::span<std::byte> memory, std::uint64_t iova, std::size_t buffer_size, std::uint32_t count = 0);
 
     // Inline: the NIC data paths call these per packet.
     bool alloc(Buffer& out) noexcept {  // false when the pool is empty
@@ -45,14 +50,12 @@ public:
         indices = free_.data() + top_;
         return n;
     }
-    void free(std::uint32_t index) noexcept {  // index from a Buffer this pool gave out
-        // A double free would hand one buffer out twice: ignored, and caught in debug builds.
-        if (index >= count_ || top_ >= count_) [[unlikely]] {
-            assert(!"BufferPool::free of a foreign index or double free");
-            return;
-        }
-        free_.data()[top_++] = index;
+    // Puts back the last n buffers alloc_bulk() just took, unused (no free() or alloc() in between).
+    void unalloc_bulk(std::uint32_t n) noexcept {
+        assert(top_ + n <= count_);
+        top_ += n;
     }
+    void free(std::uint32_t index) noexcept { Returns(*this).free(index); }  // index from a Buffer it gave out
     // Gives back many buffers in a row (a TX ring's completions) with free()'s checks, the stack's top in a
     // register instead of reloaded per buffer; written back when it goes out of scope. Touch the pool
     // no other way while one lives.
@@ -63,9 +66,19 @@ public:
         ~Returns() { pool_.top_ = top_; }
         Returns(const Returns&) = delete;
         Returns& operator=(const Returns&) = delete;
+        // A double free would hand one buffer out twice: ignored, and caught in debug builds.
         void free(std::uint32_t index) noexcept {
-            if (index >= count_ || top_ >= count_) [[unlikely]] {
-                assert(!"BufferPool::free of a foreign index or double free");
+            if (top_ >= count_) [[unlikely]] {
+                assert(!"BufferPool::free: double free");
+                return;
+            }
+            free_in_room(index);
+        }
+        // How many more frees fit: a caller that counted them calls free_in_room(), which skips that check.
+        std::size_t room() const noexcept { return count_ - top_; }
+        void free_in_room(std::uint32_t index) noexcept {
+            if (index >= count_) [[unlikely]] {
+                assert(!"BufferPool::free of a foreign index");
                 return;
             }
             stack_[top_++] = index;
@@ -90,6 +103,9 @@ public:
     const Mapping& mapping() const noexcept { return mapping_; }
 
 private:
+    // Carves count_ (0: as many as fit) buffers of stride_ from `size` bytes at `base`, the device's `iova`.
+    void carve(const std::string& what, std::byte* base, std::size_t size, std::uint64_t iova);
+
     Memory memory_;
     Mapping mapping_;  // declared after memory_: unmapped from the IOMMU before the memory goes
     std::size_t buffer_size_;

@@ -38,6 +38,12 @@ struct RxRingCounters {
 };
 
 static_assert(offsetof(Packet, buf) == offsetof(Packet, len) + sizeof(Packet::len), "TxRing copies len, buf at once");
+static_assert(
+    offsetof(Packet, data) == 0 && offsetof(Packet, iova) == 8 && offsetof(Packet, len) == 16 &&
+        offsetof(Packet, buf) == 20 && offsetof(Packet, pool) == 24 && offsetof(Packet, flags) == 32 &&
+        offsetof(Packet, l2_len) == offsetof(Packet, vlan) + 2 &&
+        offsetof(Packet, l3_len) == offsetof(Packet, vlan) + 3,
+    "RxRing::poll copies data, iova, buf, pool as the first 32 bytes and writes vlan, l2_len, l3_len at once");
 static_assert(pkt::RX_VLAN == e1000::rxd::VP && pkt::RX_UDP == e1000::rxd::UDPCS &&
                   pkt::RX_L4_CHECKED == e1000::rxd::L4CS && pkt::RX_IP_CHECKED == e1000::rxd::IPCS &&
                   pkt::RX_L4_BAD == e1000::rxd::ERR_L4E && pkt::RX_IP_BAD == e1000::rxd::ERR_IPE,
@@ -162,6 +168,11 @@ private:
         std::uint32_t len;
         std::uint32_t buf;
     };
+    static_assert(sizeof(Slot) == sizeof(e1000::AdvTxDesc));
+    // A descriptor's slot, `to_slots` bytes from it: the loops then move one pointer for both.
+    static Slot& slot_of(e1000::AdvTxDesc* d, std::uintptr_t to_slots) noexcept {
+        return *reinterpret_cast<Slot*>(reinterpret_cast<std::uintptr_t>(d) + to_slots);
+    }
     std::vector<Slot> storage_;
     Slot* slots_;  // storage_.data()
     TxRingCounters counters_;
@@ -226,6 +237,9 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         const e1000::AdvRxDesc* const begin = descs_ + clean;
         const e1000::AdvRxDesc* d = begin;
         const Packet* slot = slots_ + clean;
+        // The next Packet out, kept as its distance from the slot: one pointer moves for both, and only a
+        // drop moves the distance.
+        std::uintptr_t to_out = reinterpret_cast<std::uintptr_t>(o) - reinterpret_cast<std::uintptr_t>(slot);
         for (const e1000::AdvRxDesc* const end = begin + run; d != end; ++d, ++slot) {
             const std::uint32_t status = detail::load_acquire(d->wb.status_error);
             const std::uint32_t len = d->wb.length;  // read after DD (acquire); used only when DD was set
@@ -236,15 +250,18 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
                 len - ETH_HEADER_LEN > longest) [[unlikely]] {
                 if (!(status & e1000::rxd::DD)) break;  // the device has not written it yet
                 whole = drop(*slot, status, whole);
+                to_out -= sizeof(Packet);
                 continue;
             }
-            *o = *slot;  // its len, flags, vlan, l2_len, l3_len are 0 (refill, post)
-            o->len = len;
-            o->flags = status & pkt::RX_MASK;
-            o->vlan = d->wb.vlan;
-            ++o;
+            Packet& out_pkt = *reinterpret_cast<Packet*>(reinterpret_cast<std::uintptr_t>(slot) + to_out);
+            std::memcpy(static_cast<void*>(&out_pkt), slot, offsetof(Packet, flags));  // data, iova, buf, pool
+            out_pkt.len = len;
+            out_pkt.flags = status & pkt::RX_MASK;
+            const std::uint32_t vlan_l2_l3 = d->wb.vlan;  // l2_len and l3_len are 0 on RX: one store for three
+            std::memcpy(&out_pkt.vlan, &vlan_l2_l3, sizeof vlan_l2_l3);
             bytes += len;
         }
+        o = reinterpret_cast<Packet*>(reinterpret_cast<std::uintptr_t>(slot) + to_out);
         const auto done = static_cast<std::uint32_t>(d - begin);
         clean = (clean + done) & mask_;
         look -= done;
@@ -270,9 +287,13 @@ template <bool Advanced>
     const std::uint32_t type = (Advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
                                e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP |
                                (head_wb_ ? 0 : e1000::txd::CMD_RS);
-    const std::uint32_t max_frame = max_frame_, first = tail_;
+    static_assert(((e1000::txd::DTYP_DATA | e1000::txd::DTYP_E1000E_DATA | e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS |
+                    e1000::txd::CMD_EOP | e1000::txd::CMD_RS) &
+                   e1000::txd::DTALEN_MASK) == 0);
+    const std::uint32_t max_frame = max_frame_, first = tail_;  // max_frame <= DTALEN_MASK (constructor)
     std::uint32_t room = free_slots(), tail = first;
     std::uint64_t bytes = 0;
+    const std::uintptr_t to_slots = reinterpret_cast<std::uintptr_t>(slots_) - reinterpret_cast<std::uintptr_t>(descs_);
     const Packet* p = in;
     const Packet* const end = in + count;
     while (p != end && room != 0) {
@@ -281,18 +302,18 @@ template <bool Advanced>
             static_cast<std::uint32_t>(std::min<std::size_t>(std::min<std::size_t>(end - p, room), mask_ + 1 - tail));
         e1000::AdvTxDesc* const begin = descs_ + tail;
         e1000::AdvTxDesc* d = begin;
-        Slot* slot = slots_ + tail;
-        for (const Packet* const run_end = p + run; p != run_end; ++p, ++d, ++slot) {
+        for (const Packet* const run_end = p + run; p != run_end; ++p, ++d) {
             // One branch for both: a length from 1 to max_frame (len - 1 wraps for 0), no offload asked.
             const std::uint32_t len = p->len;  // once: the descriptor stores below may alias it
             if (len - 1 >= max_frame || (p->flags & pkt::TX_MASK)) [[unlikely]]
                 break;
             d->read.buffer_addr = p->iova;
-            d->read.cmd_type_len = type | len;
+            d->read.cmd_type_len = type + len;  // = type | len: len < 2^16, type's bits are above (one lea)
             // PAYLEN (igb); 0 on the 82574, whose descriptor has no such field. Also clears a stale DD.
             d->read.olinfo_status = Advanced ? len << e1000::txd::PAYLEN_SHIFT : 0;
-            slot->pool = p->pool;
-            std::memcpy(&slot->len, &p->len, sizeof slot->len + sizeof slot->buf);  // len, buf
+            Slot& slot = slot_of(d, to_slots);
+            slot.pool = p->pool;
+            std::memcpy(&slot.len, &p->len, sizeof slot.len + sizeof slot.buf);  // len, buf
             bytes += len;
         }
         const auto done = static_cast<std::uint32_t>(d - begin);
@@ -362,6 +383,10 @@ inline std::uint32_t TxRing::reclaim_to_pools() noexcept {
                 continue;
             }
             dma::BufferPool::Returns back(*pool);  // the frames of one pool in a row, in one go
+            // As many as the pool has room for without the per-buffer double-free check; more would be
+            // double frees, which the checked loop after it drops.
+            const Slot* const room_end = s + std::min<std::size_t>(end - s, back.room());
+            for (; s != room_end && s->pool == pool; ++s) back.free_in_room(s->buf);
             for (; s != end && s->pool == pool; ++s) back.free(s->buf);
         }
         clean = (clean + run) & mask_;

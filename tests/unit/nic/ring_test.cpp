@@ -440,3 +440,115 @@ TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and neve
     CHECK(e1000e.push(std::span(b.pkts).first(1)) == 0);  // the 82574's context descriptor differs
     CHECK(e1000e.counters().bad_offload == 1);
 }
+
+namespace {
+// A BufferPool over plain memory: the ring logic of refill and reclaim_to_pools.
+struct PlainPool {
+    explicit PlainPool(std::uint32_t n) : mem(std::size_t{n} * kBuf), pool(mem, kIova, kBuf, n) {}
+    static constexpr std::uint64_t kIova = 0x40000000;
+    std::vector<std::byte> mem;
+    bardrive::dma::BufferPool pool;
+};
+}  // namespace
+
+TEST_CASE("rx: refill posts the pool's buffers; frames come out with their addresses, drops go back at the tail") {
+    constexpr std::uint32_t n = 8;
+    std::vector<e1000::AdvRxDesc> d(n);
+    RxRing ring(d.data(), n, kBuf);
+    PlainPool p(32);
+    REQUIRE(ring.refill(p.pool) == n - 1);
+    CHECK(p.pool.available() == 32 - (n - 1));
+    std::vector<std::uint32_t> posted_buf(n);
+    for (std::uint32_t i = 0; i < n - 1; ++i) {
+        CHECK(d[i].read.hdr_addr == 0);
+        posted_buf[i] = static_cast<std::uint32_t>((d[i].read.pkt_addr - PlainPool::kIova) / kBuf);
+        CHECK(d[i].read.pkt_addr == PlainPool::kIova + std::uint64_t{posted_buf[i]} * kBuf);
+    }
+    device_rx(d[0], 60);
+    device_rx(d[1], 0);  // a lie: dropped, its buffer goes straight back
+    device_rx(d[2], 1514, e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::VP);
+    d[2].wb.vlan = 0x1234;
+    Packet out[n];
+    REQUIRE(ring.poll(out) == 2);
+    CHECK(out[0].len == 60);
+    CHECK(out[0].buf == posted_buf[0]);
+    CHECK(out[0].pool == &p.pool);
+    CHECK(out[0].data == reinterpret_cast<std::uint8_t*>(p.mem.data()) + std::size_t{posted_buf[0]} * kBuf);
+    CHECK(out[0].iova == PlainPool::kIova + std::uint64_t{posted_buf[0]} * kBuf);
+    CHECK(out[0].flags == 0);
+    CHECK(out[0].vlan == 0);
+    CHECK(out[1].len == 1514);
+    CHECK(out[1].buf == posted_buf[2]);
+    CHECK(out[1].flags == pkt::RX_VLAN);
+    CHECK(out[1].vlan == 0x1234);
+    CHECK(out[1].l2_len == 0);
+    CHECK(out[1].l3_len == 0);
+    CHECK(ring.counters().bad_length == 1);
+    CHECK(d[7].read.pkt_addr == PlainPool::kIova + std::uint64_t{posted_buf[1]} * kBuf);  // the dropped buffer
+    CHECK(ring.posted() == n - 1 - 2);  // two frames out, the drop's buffer back in
+    CHECK(ring.refill(p.pool) == 2);
+    CHECK(ring.posted() == n - 1);
+    CHECK(p.pool.available() == 32 - (n - 1) - 2);
+}
+
+TEST_CASE("rx: a pool that runs dry refills what it can; every buffer is posted or in the pool, once") {
+    constexpr std::uint32_t n = 8;
+    std::vector<e1000::AdvRxDesc> d(n);
+    RxRing ring(d.data(), n, kBuf);
+    PlainPool p(n + 1);
+    REQUIRE(ring.refill(p.pool) == n - 1);
+    for (std::uint32_t i = 0; i < 5; ++i) device_rx(d[i], static_cast<std::uint16_t>(60 + i));
+    Packet out[n];
+    REQUIRE(ring.poll(out) == 5);
+    CHECK(ring.refill(p.pool) == 2);  // only two left
+    CHECK(p.pool.available() == 0);
+    CHECK(ring.refill(p.pool) == 0);
+    for (std::uint32_t i = 0; i < 5; ++i) p.pool.free(out[i].buf);
+    CHECK(ring.refill(p.pool) == 3);
+    CHECK(ring.posted() == n - 1);
+    std::vector<int> seen(n + 1);
+    for (std::uint32_t i = 0; i < n - 1; ++i)
+        ++seen[(d[(ring.next_to_clean() + i) % n].read.pkt_addr - PlainPool::kIova) / kBuf];
+    const std::uint32_t* idx;
+    const std::uint32_t left = p.pool.alloc_bulk(n + 1, idx);
+    for (std::uint32_t i = 0; i < left; ++i) ++seen[idx[i]];
+    for (int s : seen) CHECK(s == 1);
+}
+
+TEST_CASE("tx: reclaim_to_pools gives each buffer back to its own pool once, a double free is dropped") {
+    constexpr std::uint32_t n = 16;
+    std::vector<e1000::AdvTxDesc> d(n);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), n, &head, kBuf);
+    PlainPool a(8), b(8);
+    std::vector<Packet> pkts;
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        for (PlainPool* p : {&a, &a, &b}) {
+            bardrive::dma::BufferPool::Buffer buf;
+            REQUIRE(p->pool.alloc(buf));
+            pkts.push_back({reinterpret_cast<std::uint8_t*>(buf.data), buf.iova, 60, buf.index, &p->pool});
+        }
+    }
+    REQUIRE(ring.push(pkts) == 9);
+    CHECK(a.pool.available() == 2);
+    CHECK(b.pool.available() == 5);
+    head = 5;  // the device finished five
+    CHECK(ring.reclaim_to_pools() == 5);
+    CHECK(a.pool.available() == 2 + 4);  // a, a, b, a, a
+    CHECK(b.pool.available() == 5 + 1);
+    head = 9;
+    CHECK(ring.reclaim_to_pools() == 4);
+    CHECK(a.pool.available() == 8);
+    CHECK(b.pool.available() == 8);
+}
+
+TEST_CASE("buffer pool over caller's memory: as many as fit, or a clear error") {
+    std::vector<std::byte> mem(10 * kBuf + 100);
+    bardrive::dma::BufferPool all(mem, 0x1000, kBuf);
+    CHECK(all.count() == 10);
+    CHECK(all.at(3).iova == 0x1000 + 3 * kBuf);
+    CHECK(all.at(3).data == mem.data() + 3 * kBuf);
+    CHECK_THROWS_WITH(bardrive::dma::BufferPool(mem, 0x1000, kBuf, 11),
+                      Catch::Matchers::ContainsSubstring("do not fit"));
+    CHECK_THROWS_WITH(bardrive::dma::BufferPool(mem, 0x1000, 0), Catch::Matchers::ContainsSubstring("do not fit"));
+}
