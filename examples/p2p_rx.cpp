@@ -97,23 +97,17 @@ int main(int argc, char** argv) try {
     // 0..count-1 must be there exactly once and byte-exact. The order is counted, not required: QEMU's network
     // layer delivers a new frame before older queued ones when the receiver has just refilled its ring
     // (net/queue.c, qemu_net_queue_send), so frames can swap on a lab wire as on a real one.
-    std::uint64_t good = 0, out_of_order = 0;
-    std::vector<bool> seen(count, false);
+    nic::TestFrameArrivals arrivals(count, [size](std::uint64_t) { return size; });
     std::vector<std::uint8_t> image;  // the window from its start to the last frame's end, as it must be
     for (std::size_t i = 0; i < held.size(); ++i) {
         const nic::Packet& p = held[i];
-        auto seq = nic::check_test_frame(p.data, p.len);
-        const bool valid = seq && *seq < count && !seen[*seq] && p.len == size;
-        if (valid) {
-            seen[*seq] = true;
-            ++good;
-            if (*seq != i) ++out_of_order;
-        }
+        auto seq = arrivals.frame(p.data, p.len);
         std::size_t off = p.iova - window.iova();
         if (image.size() < off + size) image.resize(off + size, 0);
         // a frame that failed the check is expected as the one that belonged here, so the host sees it too
-        nic::write_test_frame(image.data() + off, size, b->mac(), a->mac(), valid ? *seq : i);
+        nic::write_test_frame(image.data() + off, size, b->mac(), a->mac(), seq ? *seq : i);
     }
+    const std::uint64_t good = arrivals.good(), out_of_order = arrivals.out_of_order();
     std::printf(
         "p2p-rx: %lu frames byte-exact in the window, each once (%lu out of order); driver: rx %llu, "
         "dropped %llu",

@@ -1,6 +1,7 @@
 #include "nic/test_frame.hpp"
 
 #include <cstring>
+#include <utility>
 
 namespace bardrive::nic {
 
@@ -27,6 +28,22 @@ std::optional<std::uint64_t> check_test_frame(const std::uint8_t* f, std::uint32
     for (std::uint32_t i = kPayloadOffset; i < len; ++i) {
         if (f[i] != pattern(seq, i)) return std::nullopt;
     }
+    return seq;
+}
+
+TestFrameArrivals::TestFrameArrivals(std::uint64_t count, std::function<std::uint32_t(std::uint64_t)> length_of)
+    : seen_(count, false), length_of_(std::move(length_of)) {}
+
+std::optional<std::uint64_t> TestFrameArrivals::frame(const std::uint8_t* data, std::uint32_t len) {
+    const std::uint64_t index = arrived();
+    auto seq = check_test_frame(data, len);
+    if (!seq || *seq >= seen_.size() || seen_[*seq] || len != length_of_(*seq)) {
+        ++wrong_;
+        return std::nullopt;
+    }
+    seen_[*seq] = true;
+    out_of_order_ += *seq != index;
+    ++good_;
     return seq;
 }
 

@@ -136,24 +136,10 @@ struct Bed {
 
 std::uint32_t size_of(std::uint64_t seq) { return 60 + static_cast<std::uint32_t>(seq * 97 % 1455); }
 
-// Frames 0..n-1, each to arrive once and byte-exact. The order is counted, not required: a kernel driver with
-// several TX queues (virtio-net over taps, --queues 2) sends a flow on the queue of the CPU its thread is on, and
-// QEMU serves the queues apart, so two frames can swap (seen in CI).
-struct Arrivals {
-    explicit Arrivals(std::uint64_t n) : seen(n, false) {}
-    void frame(const std::uint8_t* data, std::uint32_t len) {
-        auto seq = nic::check_test_frame(data, len);
-        if (seq && *seq < seen.size() && !seen[*seq] && len == size_of(*seq)) {
-            seen[*seq] = true;
-            out_of_order += *seq != got + bad;
-            ++got;
-        } else {
-            ++bad;
-        }
-    }
-    std::vector<bool> seen;
-    std::uint64_t got = 0, bad = 0, out_of_order = 0;
-};
+// Frames 0..n-1 of size_of(seq) bytes, each to arrive once and byte-exact (nic::TestFrameArrivals). The order
+// is counted, not required: a kernel driver with several TX queues (virtio-net over taps, --queues 2) sends a
+// flow on the queue of the CPU its thread is on, and QEMU serves the queues apart, so two frames can swap (seen
+// in CI).
 
 }  // namespace
 
@@ -161,11 +147,11 @@ TEST_CASE("interop: bardrive sends, the kernel's driver receives every frame byt
     Bed bed;
     const std::uint64_t n = 2000;
     std::uint64_t sent = 0;
-    Arrivals in(n);
+    nic::TestFrameArrivals in(n, size_of);
     std::vector<std::uint8_t> buf(2048);
     auto idle = Clock::now();
-    while (in.got + in.bad < n && Clock::now() - idle < std::chrono::seconds(5)) {
-        if (sent < n && sent - (in.got + in.bad) < 64) {  // a few batches in flight: the socket buffer never fills
+    while (in.arrived() < n && Clock::now() - idle < std::chrono::seconds(5)) {
+        if (sent < n && sent - in.arrived() < 64) {  // a few batches in flight: the socket buffer never fills
             Packet batch[16];
             std::uint32_t k = 0;
             dma::BufferPool::Buffer b;
@@ -186,10 +172,10 @@ TEST_CASE("interop: bardrive sends, the kernel's driver receives every frame byt
         }
         bed.a->tx_reclaim(0);
     }
-    INFO("sent " << sent << ", kernel got " << in.got << " intact (" << in.out_of_order << " out of order), " << in.bad
-                 << " wrong");
-    CHECK(in.bad == 0);
-    CHECK(in.got == n);
+    INFO("sent " << sent << ", kernel got " << in.good() << " intact (" << in.out_of_order() << " out of order), "
+                 << in.wrong() << " wrong");
+    CHECK(in.wrong() == 0);
+    CHECK(in.good() == n);
     CHECK(bed.a->tx_stats(0).packets == n);
     if (bed.device_counts()) CHECK(bed.a->device_stats().tx_packets == n);
 }
@@ -198,11 +184,11 @@ TEST_CASE("interop: the kernel's driver sends, bardrive receives every frame byt
     Bed bed;
     const std::uint64_t n = 2000;
     std::uint64_t sent = 0;
-    Arrivals in(n);
+    nic::TestFrameArrivals in(n, size_of);
     std::vector<std::uint8_t> frame(2048);
     auto idle = Clock::now();
-    while (in.got + in.bad < n && Clock::now() - idle < std::chrono::seconds(5)) {
-        if (sent < n && sent - (in.got + in.bad) < 64) {  // bardrive's ring holds 511: never overrun it
+    while (in.arrived() < n && Clock::now() - idle < std::chrono::seconds(5)) {
+        if (sent < n && sent - in.arrived() < 64) {  // bardrive's ring holds 511: never overrun it
             nic::write_test_frame(frame.data(), size_of(sent), bed.a->mac(), bed.kernel->mac, sent);
             if (bed.kernel->send(frame.data(), size_of(sent))) ++sent;
         }
@@ -214,10 +200,10 @@ TEST_CASE("interop: the kernel's driver sends, bardrive receives every frame byt
         }
         if (k) idle = Clock::now();
     }
-    INFO("kernel sent " << sent << ", bardrive got " << in.got << " intact (" << in.out_of_order << " out of order), "
-                        << in.bad << " wrong");
-    CHECK(in.bad == 0);
-    CHECK(in.got == n);
+    INFO("kernel sent " << sent << ", bardrive got " << in.good() << " intact (" << in.out_of_order()
+                        << " out of order), " << in.wrong() << " wrong");
+    CHECK(in.wrong() == 0);
+    CHECK(in.good() == n);
     CHECK(bed.a->rx_stats(0).packets == n);
     if (bed.device_counts()) CHECK(bed.a->device_stats().rx_packets == n);
 }

@@ -40,3 +40,27 @@ TEST_CASE("test frames carry their sequence number and any changed byte is caugh
     write_test_frame(f.data(), 60, to, from, 1);
     CHECK_FALSE(check_test_frame(f.data(), 59));  // too short
 }
+
+TEST_CASE("test frame arrivals: each once, intact, of its length, in any order") {
+    const MacAddress to{{2, 0, 0, 0, 0, 1}}, from{{2, 0, 0, 0, 0, 2}};
+    auto length_of = [](std::uint64_t seq) { return static_cast<std::uint32_t>(60 + seq); };
+    TestFrameArrivals in(4, length_of);
+    std::vector<std::uint8_t> f(128);
+    auto arrive = [&](std::uint64_t seq, std::uint32_t len) {
+        write_test_frame(f.data(), len, to, from, seq);
+        return in.frame(f.data(), len);
+    };
+    CHECK(arrive(1, 61) == 1u);  // first, but it is 1: out of order
+    CHECK(arrive(0, 60) == 0u);
+    CHECK_FALSE(arrive(1, 61));  // a duplicate
+    CHECK_FALSE(arrive(2, 70));  // the wrong length for 2
+    CHECK_FALSE(arrive(4, 64));  // not one of 0..3
+    f[30] ^= 1;
+    CHECK_FALSE(in.frame(f.data(), 64));  // damaged
+    CHECK(arrive(3, 63) == 3u);
+    CHECK(arrive(2, 62) == 2u);
+    CHECK(in.good() == 4);
+    CHECK(in.wrong() == 4);
+    CHECK(in.arrived() == 8);
+    CHECK(in.out_of_order() == 4);  // 1 at index 0, 0 at 1, 3 at 6, 2 at 7
+}
