@@ -138,6 +138,8 @@ public:
         if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
         DeviceMover m = mover_;
         std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T));
+        if (write && g.leader() && p != view_.host_page(page))
+            note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
     // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:

@@ -45,6 +45,7 @@ __global__ void flush_kernel(PagerView v) {
         __threadfence_system();
         g.sync();
         if (g.leader()) {
+            if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);
             atom::fetch_and(&v.pte[page], ~Pte::dirty);
             v.count(g.shard(), c_writebacks);
             v.count(g.shard(), c_bytes_out, v.page_bytes(page));
@@ -156,6 +157,11 @@ void GpuPager::layout(std::uint32_t shift) {
     view_.frames_n = static_cast<std::uint32_t>(frames);
     view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table", true);
     view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners", true);
+    view_.dirty_blocks = nullptr;  // marks only at the 4 KiB start: 0.1% of the array, for the first re-lay
+    if (auto_ && shift == auto_start_shift) {
+        view_.dirty_blocks = device_alloc<std::uint32_t>(view_.pages, "dirty blocks", true);
+        cuda_check(cudaMemsetAsync(view_.dirty_blocks, 0, view_.pages * 4, 0), "umem: cudaMemset", "dirty blocks");
+    }
     cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
     cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
     if (relay) {
@@ -171,6 +177,7 @@ void GpuPager::layout(std::uint32_t shift) {
     if (old.pte != nullptr) {  // after the relay kernel, in stream order; the host does not wait
         cudaFreeAsync(old.pte, 0);
         cudaFreeAsync(old.frame_owner, 0);
+        if (old.dirty_blocks != nullptr) cudaFreeAsync(old.dirty_blocks, 0);
     }
 }
 
@@ -239,6 +246,7 @@ void GpuPager::release_all() noexcept {
     }
     cudaFree(view_.pte);
     cudaFree(view_.frame_owner);
+    cudaFree(view_.dirty_blocks);
     cudaFree(view_.ctl);
     cudaFree(view_.counters);
     cudaFree(view_.frames);

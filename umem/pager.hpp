@@ -98,6 +98,10 @@ struct PagerView {
     // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
     // page or less) reads a host page in place until it was read there paid_hits() times (small_admit).
     std::uint32_t profile_decided = 0;
+    // [pages], automatic page size at its 4 KiB start only: one bit per 128-byte block written while
+    // resident (note_write), so that smaller pages re-laid in place are dirty only where written
+    // (relay_page); null otherwise.
+    std::uint32_t* dirty_blocks = nullptr;
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
@@ -239,10 +243,31 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
 // fitting L2): with a pool that holds the whole array and half of it already in frames, they do not
 // pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to 128 B after the first
 // pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
+// Nor, at such a pool, does a page half as large, however little is resident: 4 KiB fills move more
+// bytes a second and hits through half the table cost less (H200, BFS over 2 GiB at a full pool: its
+// column array moved to 2 KiB, second pass 5.43 ms against 5.23 staying at 4 KiB; kept, 5.40 against 5.35).
 inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t frames_used,
                         std::uint64_t pages) {
     if (chosen == current) return false;
-    return chosen > current || !never_evicts || frames_used * 2 < pages;
+    return chosen > current || !never_evicts || (frames_used * 2 < pages && chosen + 1 < current);
+}
+
+// A write of bytes [offset, offset + n) of resident page `page` (n >= 1): marks its blocks of 1/32 page
+// in dirty_blocks where there are marks. One atomic, by the group's leader.
+UMEM_HD inline void note_write(const PagerView& v, std::uint64_t page, std::uint64_t offset, std::uint64_t n) {
+    if (v.dirty_blocks == nullptr) return;
+    const std::uint32_t shift = v.page_shift - 5, first = static_cast<std::uint32_t>(offset >> shift),
+                        last = static_cast<std::uint32_t>((offset + n - 1) >> shift);
+    const std::uint32_t bits = ((last >= 31 ? 0xffffffffu : (2u << last) - 1) >> first) << first;
+    atom::fetch_or(&v.dirty_blocks[page], bits);
+}
+
+// Whether sub-page j (of 2^d) of a dirty page was written: its blocks marked, or no marks to say
+// (no dirty_blocks, or none set: a write that marked nothing counts as everywhere).
+UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_t j, std::uint32_t d) {
+    if (v.dirty_blocks == nullptr || d > 5) return true;
+    const std::uint32_t m = atom::peek(&v.dirty_blocks[page]), per = 32u >> d;
+    return m == 0 || ((m >> (j * per)) & (per == 32 ? 0xffffffffu : (1u << per) - 1)) != 0;
 }
 
 // Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
@@ -256,9 +281,10 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
     const Pte e{atom::peek(&from.pte[q >> d])};
     std::uint64_t w = 0;
     if (e.state() == PageState::resident) {
-        const std::uint32_t f = (e.frame() << d) | static_cast<std::uint32_t>(q & ((1u << d) - 1));
-        w = static_cast<std::uint64_t>(PageState::resident) | (e.word & Pte::dirty) | Pte::hits_mask |
+        const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
+        w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
             (static_cast<std::uint64_t>(f) << Pte::frame_shift);
+        if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
         to.frame_owner[f] = static_cast<std::uint32_t>(q);
     }
     to.pte[q] = w;
@@ -474,6 +500,7 @@ UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bo
         v.count(shard, c_writebacks);
         v.count(shard, c_bytes_out, v.page_bytes(victim));
     }
+    if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[victim], 0u);  // its next residency starts clean
     // Keep the pins of accessors that are about to see `evicting` and back off, and `touched`.
     atom::fetch_and(&v.pte[victim], Pte::pin_mask | Pte::touched);
 }
@@ -617,6 +644,7 @@ UMEM_HD inline void flush_all(const PagerView& v, Group& g, Mover& m) {
         m.to_host(g, v.host_page(page), v.frame_data(e.frame()), v.page_bytes(page));
         g.sync();
         if (g.leader()) {
+            if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);
             atom::fetch_and(&v.pte[page], ~Pte::dirty);
             v.count(g.shard(), c_writebacks);
             v.count(g.shard(), c_bytes_out, v.page_bytes(page));

@@ -192,11 +192,13 @@ inline Paged current(const Paged& p) { return Paged{Array<Word>(p.pager->view(),
 template <class Src, class F>
 __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n, bool write, F f) {
     const unsigned lane = threadIdx.x & 31;
+    // Pages are powers of two: shifts, not 64-bit divisions (dozens of instructions and registers each).
     const std::uint64_t per = src.page_words();
+    const unsigned shift = static_cast<unsigned>(__ffsll(static_cast<long long>(per)) - 1);
     for (const std::uint64_t end = w + n; w < end;) {
-        std::uint64_t page = w / per;
-        std::uint64_t stop = end < (page + 1) * per ? end : (page + 1) * per;
-        auto first = static_cast<std::uint32_t>(w % per), count = static_cast<std::uint32_t>(stop - w);
+        std::uint64_t page = w >> shift;
+        std::uint64_t stop = end < (page + 1) << shift ? end : (page + 1) << shift;
+        auto first = static_cast<std::uint32_t>(w & (per - 1)), count = static_cast<std::uint32_t>(stop - w);
         Word* p = src.acquire(page, write, w, count);
 #pragma unroll 4
         for (std::uint32_t k = first + lane; k < first + count; k += 32) f(p + k);

@@ -862,27 +862,43 @@ TEST_CASE("a smaller page does not pay once a pool that holds the whole array ho
     CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident: smaller pages pay
     CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident: everything would be filled again
     CHECK(change_pays(12, 7, false, 500, 1000));       // a pool smaller than the array: small pages hold more
+    CHECK_FALSE(change_pays(12, 11, true, 0, 1000));   // full pool, half the page: not worth a larger table
+    CHECK(change_pays(12, 11, false, 0, 1000));        // a smaller pool: it is
     CHECK(change_pays(7, 12, true, 1000, 1000));       // larger pages: fewer translations, a smaller table
     CHECK_FALSE(change_pays(8, 8, false, 0, 1000));
 }
 
-TEST_CASE("smaller pages in place: resident pages stay split in their frames, dirty carried, exact through eviction") {
+TEST_CASE(
+    "smaller pages in place: resident pages stay split in their frames, dirty where written, exact through eviction") {
     const std::uint64_t pages = 16;
     constexpr std::uint32_t to_shift = 8, d = 12 - to_shift, sub = 1u << d, sub_words = 256 / 8;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
         INFO("frames " << frames);
         std::vector<std::uint64_t> data = numbered(pages), want = numbered(pages);
         HostPager p(config(pages, frames, Admission::adaptive), bytes(data));
-        // At 4 KiB: every page read, every third one written (word 0 of its sub-page k % 16).
-        for (std::uint64_t k = 0; k < pages; ++k) {
-            auto a = p.access(k, k % 3 == 0);
-            if (k % 3 != 0) continue;
-            const std::uint64_t w = (k % sub) * sub_words;
-            std::uint64_t x = word(a, w) + 1000;
-            std::memcpy(a.data() + w * 8, &x, 8);
-            want[k * kWords + w] += 1000;
+        std::vector<std::uint32_t> marks(pages);
+        PagerView from = p.view();
+        from.dirty_blocks = marks.data();
+        // At 4 KiB: every page read, every third one written (word 0 of its sub-page k % 16), the write
+        // noted (note_write) except on page 3: a write that marked nothing counts as everywhere.
+        {
+            ThreadGroup g{0};
+            CpuMover m;
+            for (std::uint64_t k = 0; k < pages; ++k) {
+                const bool write = k % 3 == 0;
+                std::byte* a = acquire(from, k, write, g, m);
+                if (write) {
+                    const std::uint64_t w = (k % sub) * sub_words;
+                    std::uint64_t x;
+                    std::memcpy(&x, a + w * 8, 8);
+                    x += 1000;
+                    std::memcpy(a + w * 8, &x, 8);
+                    want[k * kWords + w] += 1000;
+                    if (k != 3 && a != from.host_page(k)) note_write(from, k, w * 8, 8);
+                }
+                release(from, k, g, a, write);
+            }
         }
-        const PagerView from = p.view();
         std::vector<std::uint64_t> pte(pages * sub), ctl(ctl_words);
         std::vector<std::uint32_t> owner(frames * sub, no_page);
         PagerView to = from;
@@ -892,6 +908,7 @@ TEST_CASE("smaller pages in place: resident pages stay split in their frames, di
         to.pte = pte.data();
         to.frame_owner = owner.data();
         to.ctl = ctl.data();
+        to.dirty_blocks = nullptr;  // marks at the 4 KiB start only
         REQUIRE(relay_fits(from, to_shift, to.frames_n));
         CHECK_FALSE(relay_fits(from, to_shift, to.frames_n - 1));  // a capped pool: flush instead
         for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
@@ -907,7 +924,8 @@ TEST_CASE("smaller pages in place: resident pages stay split in their frames, di
                 ++carried;
                 CHECK(to.frame_data(n.frame()) == from.frame_data(e.frame()) + j * 256);  // the same bytes
                 CHECK(owner[n.frame()] == page * sub + j);
-                CHECK(n.is(Pte::dirty) == e.is(Pte::dirty));
+                // Dirty where written: the noted sub-page, every sub-page of the page written unnoted.
+                CHECK(n.is(Pte::dirty) == (e.is(Pte::dirty) && (page == 3 || j == page % sub)));
                 CHECK(n.pins() == 0);
             }
         }
@@ -957,4 +975,28 @@ TEST_CASE("smaller pages in place: resident pages stay split in their frames, di
         for (std::uint64_t q = 0; q < to.pages; ++q) CHECK(Pte{pte[q]}.pins() == 0);
         if (frames == pages) CHECK(p.stats()[c_fills] == fills_before);  // nothing filled again
     }
+}
+
+TEST_CASE("writes mark the 1/32-page blocks they write; a sub-page is written where its blocks are marked") {
+    std::vector<std::uint32_t> marks(4);
+    PagerView v{};
+    v.dirty_blocks = marks.data();
+    v.page_shift = 12;           // blocks of 128 B
+    note_write(v, 1, 200, 300);  // bytes 200..499: blocks 1..3
+    CHECK(marks[1] == 0xeu);
+    note_write(v, 1, 4000, 96);  // the last block
+    CHECK(marks[1] == (0xeu | 1u << 31));
+    note_write(v, 2, 0, 4096);
+    CHECK(marks[2] == 0xffffffffu);
+    CHECK(written(v, 1, 0, 4));  // 256 B sub-pages (2 blocks each): sub-page 0 holds block 1
+    CHECK(written(v, 1, 1, 4));  // blocks 2, 3
+    CHECK_FALSE(written(v, 1, 2, 4));
+    CHECK(written(v, 1, 15, 4));  // block 31
+    CHECK(written(v, 0, 7, 4));   // nothing marked: everywhere
+    v.page_shift = 8;             // 256 B pages: blocks of 8 B
+    note_write(v, 3, 8, 8);
+    CHECK(marks[3] == 2u);
+    v.dirty_blocks = nullptr;  // no marks (fixed page size): nothing noted, every sub-page written
+    note_write(v, 0, 0, 8);
+    CHECK(written(v, 1, 2, 4));
 }
