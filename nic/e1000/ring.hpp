@@ -151,7 +151,7 @@ public:
 private:
     std::uint32_t finished() noexcept;  // descriptors from clean_ on that the device is done with
     template <bool Advanced>
-    std::uint32_t push_frames(const Packet* in, std::uint32_t count) noexcept;
+    [[gnu::always_inline]] std::uint32_t push_frames(const Packet* in, std::uint32_t count) noexcept;
     bool push_context(const Packet& p, std::uint32_t tail) noexcept;
 
     e1000::AdvTxDesc* descs_;
@@ -295,11 +295,10 @@ template <bool Advanced>
     std::uint64_t bytes = 0;
     const std::uintptr_t to_slots = reinterpret_cast<std::uintptr_t>(slots_) - reinterpret_cast<std::uintptr_t>(descs_);
     const Packet* p = in;
-    const Packet* const end = in + count;
-    while (p != end && room != 0) {
+    std::uint32_t left = count;  // frames not taken yet (counted, not a pointer difference: no division by 40)
+    while (left != 0 && room != 0) {
         // A run of frames without offloads, up to the batch's end, the room left or the ring's end.
-        const auto run =
-            static_cast<std::uint32_t>(std::min<std::size_t>(std::min<std::size_t>(end - p, room), mask_ + 1 - tail));
+        const std::uint32_t run = std::min(std::min(left, room), mask_ + 1 - tail);
         e1000::AdvTxDesc* const begin = descs_ + tail;
         e1000::AdvTxDesc* d = begin;
         for (const Packet* const run_end = p + run; p != run_end; ++p, ++d) {
@@ -319,6 +318,7 @@ template <bool Advanced>
         const auto done = static_cast<std::uint32_t>(d - begin);
         tail = (tail + done) & mask_;
         room -= done;
+        left -= done;
         if (done == run) continue;
         // *p stopped the run: a length to refuse, or offloads (a context descriptor, then the frame's).
         if (p->len - 1 >= max_frame) {
@@ -343,11 +343,12 @@ template <bool Advanced>
         bytes += p->len;
         tail = (tail + 1) & mask_;
         room -= 2;
+        --left;
         ++p;
     }
     // One head write-back per batch is enough: the head covers every descriptor before it.
     if (tail != first) descs_[(tail - 1) & mask_].read.cmd_type_len |= e1000::txd::CMD_RS;
-    const auto n = static_cast<std::uint32_t>(p - in);
+    const std::uint32_t n = count - left;
     tail_ = tail;
     counters_.packets += n;
     counters_.bytes += bytes;
