@@ -57,7 +57,7 @@ private:
     std::uint64_t decisions_ = 0;      // looks at the profile that decided something
     std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
-    std::uint32_t look_every_ = 1;     // views between looks at the profile
+    std::uint32_t look_every_ = 1;     // proposals of another page size between looks at the tally
     std::uint32_t since_look_ = 0;
     CopyRingView ring_{};
     Engine engine_;
