@@ -3,7 +3,7 @@
 # the GPU tests, then umem-sparse-bench and umem-bench with the automatic page size against every
 # fixed page size (128 B .. 4 KiB) in the same process. Full output goes to $OUT; the tables of
 # "auto against the best fixed size" are printed last.
-# usage: bench/umem/run-auto-on-gpu.sh [small|hits|large|all]   (all: small, hits and large, about 8 minutes
+# usage: bench/umem/run-auto-on-gpu.sh [small|hits|large|all]   (all: small, hits and large, about 2 minutes
 #   on an H200); $OUT keeps all.tgz and machine.txt (the lent machine returns at most 8 files)
 set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
