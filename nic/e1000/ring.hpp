@@ -66,7 +66,9 @@ public:
     // Harvests up to out.size() received frames in ring order, each with its Packet::flags and vlan.
     // Frames the device reported badly are counted and their buffers re-posted at once (so the caller
     // rings the doorbell when tail() moved). Looks at no more descriptors than are posted.
-    std::uint32_t poll(std::span<Packet> out) noexcept;
+    std::uint32_t poll(std::span<Packet> out) noexcept { return has_work() ? harvest(out) : 0; }
+    // poll() for a caller that just saw has_work() (a driver that keeps its empty polls apart).
+    std::uint32_t harvest(std::span<Packet> out) noexcept;
 
     // True when the next descriptor to harvest is done (a frame, or a drop to count).
     bool has_work() const noexcept {
@@ -220,8 +222,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     return k;
 }
 
-[[gnu::always_inline]] inline std::uint32_t RxRing::poll(std::span<Packet> out) noexcept {
-    if (!has_work()) return 0;  // an empty poll costs a few instructions, not the loop's set-up
+[[gnu::always_inline]] inline std::uint32_t RxRing::harvest(std::span<Packet> out) noexcept {
     // Never more descriptors than are posted: a device that sets DD on stale or unposted descriptors can
     // neither hand a buffer out twice nor keep this loop going past one lap.
     std::uint32_t look = std::min<std::uint32_t>(static_cast<std::uint32_t>(out.size()), posted());

@@ -99,6 +99,8 @@ private:
     void init(const Config& c);
     void setup_interrupts();
     void refill() noexcept;
+    [[gnu::noinline]] std::uint16_t receive(std::span<Packet> out) noexcept;
+    [[gnu::noinline, gnu::cold]] void refill_and_ring() noexcept;
     void stop() noexcept;
 
     vfio::Device* dev_;

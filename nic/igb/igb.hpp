@@ -150,6 +150,8 @@ private:
     void setup_tx(const Config& c);
     void setup_interrupts(const IgbOptions& o);
     void refill(RxQueue& q) noexcept;
+    [[gnu::noinline]] std::uint16_t receive(RxQueue& q, std::uint16_t queue, std::span<Packet> out) noexcept;
+    [[gnu::noinline, gnu::cold]] void refill_and_ring(RxQueue& q, std::uint16_t queue) noexcept;
     void stop() noexcept;
 
     vfio::Device* dev_;

@@ -110,6 +110,8 @@ private:
     void setup_rings();
     void setup_interrupts();
     void refill() noexcept;
+    [[gnu::noinline]] std::uint16_t receive(std::span<Packet> out) noexcept;
+    [[gnu::noinline, gnu::cold]] void refill_and_ring() noexcept;
     void stop() noexcept;
 
     vfio::Device* dev_;
