@@ -108,10 +108,14 @@ struct PagerView {
     // Hits that pay for a fill. Measured on an H200: a page fill costs about 80 ns per 4 KiB
     // amortised (51 GB/s), a read in place of a small object about 16 ns (a 256-byte row at 16 GB/s,
     // an 8-byte element alike), so a 4 KiB page pays after 5 hits that would each have read host
-    // memory, a page of 1 KiB or less after one. At most Pte::max_hits.
+    // memory. Never fewer than 2: the first hit after a fill is often the filler's own next read
+    // of the same small page (BFS reads row[v] and row[v + 1] from one 128 B page), which reading
+    // in place would have served from the same PCIe read, so one hit does not show reuse (H200,
+    // BFS 8 GiB at a 25% pool: 128 B row pages that "paid" after one hit were all filled).
+    // At most Pte::max_hits.
     UMEM_HD std::uint32_t paid_hits() const {
         std::uint64_t h = (5 * page_size() + 4095) / 4096;
-        return h < 1 ? 1u : h > Pte::max_hits ? Pte::max_hits : static_cast<std::uint32_t>(h);
+        return h < 2 ? 2u : h > Pte::max_hits ? Pte::max_hits : static_cast<std::uint32_t>(h);
     }
 
     UMEM_HD std::uint64_t page_size() const { return 1ull << page_shift; }
