@@ -43,7 +43,7 @@ static_assert(
         offsetof(Packet, buf) == 20 && offsetof(Packet, pool) == 24 && offsetof(Packet, flags) == 32 &&
         offsetof(Packet, l2_len) == offsetof(Packet, vlan) + 2 &&
         offsetof(Packet, l3_len) == offsetof(Packet, vlan) + 3,
-    "RxRing::poll copies data, iova, buf, pool as the first 32 bytes and writes vlan, l2_len, l3_len at once");
+    "RxRing::harvest copies data, iova, buf, pool as the first 32 bytes and writes vlan, l2_len, l3_len at once");
 static_assert(pkt::RX_VLAN == e1000::rxd::VP && pkt::RX_UDP == e1000::rxd::UDPCS &&
                   pkt::RX_L4_CHECKED == e1000::rxd::L4CS && pkt::RX_IP_CHECKED == e1000::rxd::IPCS &&
                   pkt::RX_L4_BAD == e1000::rxd::ERR_L4E && pkt::RX_IP_BAD == e1000::rxd::ERR_IPE,
