@@ -54,6 +54,7 @@ __global__ void flush_kernel(PagerView v) {
 }
 
 __global__ void relay_kernel(PagerView from, PagerView to) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) relay_ctl(from, to);  // no thread of the relay reads them
     const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
     for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
@@ -145,11 +146,7 @@ void GpuPager::layout(std::uint32_t shift) {
     const std::uint64_t frames =
         std::max<std::uint64_t>(std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1), 1);
     const bool relay = old.pte != nullptr && relay_fits(old, shift, frames);
-    std::uint64_t fresh = 0;
     if (old.pte != nullptr && !relay) flush();
-    if (relay)
-        cuda_check(cudaMemcpy(&fresh, old.ctl + ctl_fresh, 8, cudaMemcpyDeviceToHost), "umem: read frames used",
-                   "pager");
     view_.pte = nullptr;
     view_.frame_owner = nullptr;
     view_.page_shift = shift;
@@ -163,14 +160,11 @@ void GpuPager::layout(std::uint32_t shift) {
         cuda_check(cudaMemsetAsync(view_.dirty_blocks, 0, view_.pages * 4, 0), "umem: cudaMemset", "dirty blocks");
     }
     cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
-    cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
-    if (relay) {
+    if (relay) {  // the kernel also sets the control words (relay_ctl): no copy, the host does not wait
         relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
                                                                                                                view_);
-        fresh = relaid_fresh(old, shift, fresh);
-        cuda_check(cudaMemcpy(view_.ctl + ctl_fresh, &fresh, 8, cudaMemcpyHostToDevice), "umem: set frames used",
-                   "pager");
     } else {
+        cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
         cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
     }
     cuda_check(cudaGetLastError(), "umem: page table", "pager");

@@ -301,8 +301,18 @@ inline bool relay_fits(const PagerView& from, std::uint32_t to_shift, std::uint6
 }
 
 // The next never-used frame after relay_page: the sub-frames of every frame taken before.
-inline std::uint64_t relaid_fresh(const PagerView& from, std::uint32_t to_shift, std::uint64_t fresh) {
+UMEM_HD inline std::uint64_t relaid_fresh(const PagerView& from, std::uint32_t to_shift, std::uint64_t fresh) {
     return (fresh < from.frames_n ? fresh : from.frames_n) << (from.page_shift - to_shift);
+}
+
+// The control words for the re-laid table, by one thread where they live (`from` and `to` share
+// them): the CLOCK hand and the admission window start again, the next never-used frame follows
+// the frames taken before (relaid_fresh). On the GPU this runs in the relay kernel, so a change to
+// smaller pages copies nothing between host and device.
+UMEM_HD inline void relay_ctl(const PagerView& from, const PagerView& to) {
+    const std::uint64_t fresh = from.ctl[ctl_fresh];
+    for (unsigned i = 0; i < ctl_words; ++i) to.ctl[i] = 0;
+    to.ctl[ctl_fresh] = relaid_fresh(from, to.page_shift, fresh);
 }
 
 // What the leader decided for one access.

@@ -937,8 +937,13 @@ TEST_CASE(
         REQUIRE(relay_fits(from, to_shift, to.frames_n));
         CHECK_FALSE(relay_fits(from, to_shift, to.frames_n - 1));  // a capped pool: flush instead
         for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
-        ctl[ctl_fresh] = relaid_fresh(from, to_shift, from.ctl[ctl_fresh]);
+        PagerView shared = from;  // the GPU pager's two tables share their control words
+        std::copy(from.ctl, from.ctl + ctl_words, ctl.begin());
+        shared.ctl = ctl.data();
+        ctl[ctl_hand] = 12345;
+        relay_ctl(shared, to);
         CHECK(ctl[ctl_fresh] == frames * sub);  // every frame was taken at 4 KiB
+        CHECK(ctl[ctl_hand] == 0);              // the hand and the admission window start again
         std::uint64_t carried = 0;
         for (std::uint64_t page = 0; page < pages; ++page) {
             const Pte e{from.pte[page]};
