@@ -10,11 +10,14 @@ namespace bardrive::dma {
 
 namespace {
 constexpr std::size_t cache_line = 64;  // buffers never share a line: no false sharing with the device
+constexpr std::size_t stride_for(std::size_t buffer_size) {
+    return (buffer_size + cache_line - 1) / cache_line * cache_line;
 }
+}  // namespace
 
 BufferPool::BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t buffer_size, std::uint32_t count,
                        const MemoryOptions& options)
-    : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
+    : buffer_size_(buffer_size), stride_(stride_for(buffer_size)), count_(count) {
     if (buffer_size == 0 || count == 0)
         throw Error("create buffer pool", log::concat(count, " x ", buffer_size, " bytes"),
                     "buffer size and count must be non-zero");
@@ -30,14 +33,14 @@ BufferPool::BufferPool(vfio::Domain& domain, IovaAllocator& iovas, std::size_t b
 }
 
 BufferPool::BufferPool(const PeerWindow& window, std::size_t buffer_size, std::uint32_t count)
-    : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
+    : buffer_size_(buffer_size), stride_(stride_for(buffer_size)), count_(count) {
     carve(window.cpu().name(),
           const_cast<std::byte*>(reinterpret_cast<volatile std::byte*>(window.cpu().data() + window.bar_offset())),
           window.size(), window.iova());
 }
 
 BufferPool::BufferPool(std::span<std::byte> memory, std::uint64_t iova, std::size_t buffer_size, std::uint32_t count)
-    : buffer_size_(buffer_size), stride_((buffer_size + cache_line - 1) / cache_line * cache_line), count_(count) {
+    : buffer_size_(buffer_size), stride_(stride_for(buffer_size)), count_(count) {
     carve("caller's memory", memory.data(), memory.size(), iova);
 }
 

@@ -50,11 +50,6 @@ public:
         indices = free_.data() + top_;
         return n;
     }
-    // Puts back the last n buffers alloc_bulk() just took, unused (no free() or alloc() in between).
-    void unalloc_bulk(std::uint32_t n) noexcept {
-        assert(top_ + n <= count_);
-        top_ += n;
-    }
     void free(std::uint32_t index) noexcept { Returns(*this).free(index); }  // index from a Buffer it gave out
     // Gives back many buffers in a row (a TX ring's completions) with free()'s checks, the stack's top in a
     // register instead of reloaded per buffer; written back when it goes out of scope. Touch the pool
