@@ -78,6 +78,14 @@ public:
             }
             stack_[top_++] = index;
         }
+        // Room for n frees (n <= room()) whose indices, each checked below pool().count(), the caller
+        // writes there itself: for a caller that checks many at once.
+        std::uint32_t* take_room(std::size_t n) noexcept {
+            std::uint32_t* const at = stack_ + top_;
+            top_ += n;
+            return at;
+        }
+        BufferPool& pool() const noexcept { return pool_; }
 
     private:
         BufferPool& pool_;

@@ -49,4 +49,13 @@ void Mmio::require(std::size_t offset, std::size_t bytes) const {
                     "is this the right device and BAR? compare 'lspci -vv' with the datasheet");
 }
 
+volatile std::uint32_t* Mmio::reg32(std::size_t offset) const {
+    require(offset, sizeof(std::uint32_t));
+    if (offset % sizeof(std::uint32_t) != 0)
+        throw Error("check MMIO window", name_,
+                    log::concat("register offset 0x", std::hex, offset, " is not 4-byte aligned"),
+                    "a driver bug: registers of this BAR are 32-bit words");
+    return reinterpret_cast<volatile std::uint32_t*>(base_ + offset);
+}
+
 }  // namespace bardrive::vfio

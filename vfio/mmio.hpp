@@ -42,6 +42,9 @@ public:
 
     // Throws bardrive::Error unless [offset, offset + bytes) lies inside the window.
     void require(std::size_t offset, std::size_t bytes) const;
+    // The address of the 32-bit register at `offset`, checked here once (throws bardrive::Error outside
+    // the window or unaligned): for a data path that writes it every burst (a tail doorbell).
+    volatile std::uint32_t* reg32(std::size_t offset) const;
 
     std::size_t size() const noexcept { return size_; }
     volatile std::uint8_t* data() const noexcept { return base_; }

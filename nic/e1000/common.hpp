@@ -84,14 +84,28 @@ struct LinkWatch {
 // Throws bardrive::Error naming the device's IDs, `part` and `hint` unless `drives` takes them.
 void check_identity(const vfio::Device& device, bool (*drives)(std::uint16_t, std::uint16_t) noexcept, const char* part,
                     const char* hint);
-// Rings a tail doorbell: writes `tail` to `reg` when it moved since `last` (descriptors first). True when rung.
-inline bool ring_doorbell(const vfio::Mmio& regs, std::uint32_t reg, std::uint32_t tail, std::uint32_t& last) noexcept {
-    if (tail == last) return false;
-    vfio::wmb();  // descriptors written before the device sees the new tail
-    regs.write32(reg, tail);
-    last = tail;
-    return true;
-}
+// A ring's tail doorbell: the register's address (checked once at set-up), what it last said, how often
+// it was rung. ring() writes only when the tail moved, after the descriptors are visible to the device.
+struct Doorbell {
+    volatile std::uint32_t* reg = nullptr;
+    std::uint32_t last = 0;
+    std::uint64_t rings = 0;
+
+    void ring(std::uint32_t tail) noexcept {
+        if (tail == last) return;
+        vfio::wmb();  // descriptors written before the device sees the new tail
+        *reg = tail;
+        last = tail;
+        ++rings;
+    }
+    // Set-up's write of the tail a ring starts from: not counted among the rings.
+    void start(volatile std::uint32_t* tail_reg, std::uint32_t tail) noexcept {
+        reg = tail_reg;
+        vfio::wmb();
+        *reg = tail;
+        last = tail;
+    }
+};
 // Stops a port before its rings and buffers go: receive and transmit off, every interrupt masked (also
 // through `extended_mask_clear` where the part has one), the device's vectors disabled, global reset:
 // no DMA after this. Then gives every buffer the rings still hold back to its pool.

@@ -97,7 +97,7 @@ bool TxRing::push_context(const Packet& p, std::uint32_t tail) noexcept {
     c.type_tucmd_mlhl = e1000::txd::DTYP_CONTEXT | e1000::txd::CMD_DEXT | (csum ? e1000::txd::TUCMD_IPV4 : 0) |
                         (p.flags & pkt::TX_TCP_CSUM ? e1000::txd::TUCMD_L4T_TCP : 0);
     c.mss_l4len_idx = 0;                 // context 0
-    slots_[tail] = Slot{nullptr, 0, 0};  // nothing to give back when it completes
+    slots_[tail] = Slot{0, 0, nullptr};  // nothing to give back when it completes
     return true;
 }
 

@@ -183,9 +183,7 @@ void E1000e::init(const Config& c) {
     if (o.promiscuous) rctl |= e1000::rctl::UPE | e1000::rctl::MPE;
     if (o.loopback == Loopback::mac) rctl |= e1000::rctl::LBM_MAC;
     bar0_.write32(e1000::RCTL, rctl);
-    vfio::wmb();
-    bar0_.write32(e1000e::RDT, rx_.tail());
-    rx_tail_ = rx_.tail();
+    rx_doorbell_.start(bar0_.reg32(e1000e::RDT), rx_.tail());
 
     // Transmit (82574 4.6.6).
     std::uint64_t tx_iova = rx_iova + rx_bytes(c);
@@ -193,7 +191,7 @@ void E1000e::init(const Config& c) {
     bar0_.write32(e1000e::TDBAH, static_cast<std::uint32_t>(tx_iova >> 32));
     bar0_.write32(e1000e::TDLEN, o.tx_ring * sizeof(e1000e::TxDesc));
     bar0_.write32(e1000e::TDH, 0);
-    bar0_.write32(e1000e::TDT, 0);
+    tx_doorbell_.start(bar0_.reg32(e1000e::TDT), 0);
     bar0_.write32(e1000::TCTL,
                   e1000::tctl::EN | e1000::tctl::PSP | 15u << e1000::tctl::CT_SHIFT | 63u << e1000::tctl::COLD_SHIFT);
     if (o.interrupts) setup_interrupts();
@@ -249,7 +247,7 @@ QueuePair E1000e::queue_pair() const {
     }
     const Config c{options_, true};
     const PortOptions& o = options_;
-    auto reg = [&](e1000e::Reg r) { return reinterpret_cast<volatile std::uint32_t*>(bar0_.data() + r); };
+    auto reg = [&](e1000e::Reg r) { return bar0_.reg32(r); };
     auto* base = reinterpret_cast<std::uint8_t*>(ring_memory_.data());
     std::uint8_t* headers = base + rx_bytes(c) + tx_bytes(c);
     return QueuePair{nullptr,
@@ -316,13 +314,13 @@ std::uint16_t E1000e::rx_burst(std::uint16_t queue, std::span<Packet> out) noexc
 std::uint16_t E1000e::receive(std::span<Packet> out) noexcept {
     const std::uint32_t n = rx_.harvest(out);
     if (rx_.free_slots() >= std::min<std::uint32_t>(kBatch, rx_.size() / 4)) refill();
-    if (e1000::ring_doorbell(bar0_, e1000e::RDT, rx_.tail(), rx_tail_)) ++rx_doorbells_;
+    rx_doorbell_.ring(rx_.tail());
     return static_cast<std::uint16_t>(n);
 }
 
 void E1000e::refill_and_ring() noexcept {
     refill();
-    if (e1000::ring_doorbell(bar0_, e1000e::RDT, rx_.tail(), rx_tail_)) ++rx_doorbells_;
+    rx_doorbell_.ring(rx_.tail());
 }
 
 std::uint32_t E1000e::tx_reclaim(std::uint16_t queue) noexcept { return queue == 0 ? tx_.reclaim_to_pools() : 0; }
@@ -331,14 +329,14 @@ std::uint16_t E1000e::tx_burst(std::uint16_t queue, std::span<const Packet> pkts
     if (queue != 0) return 0;
     if (tx_.free_slots() < pkts.size()) tx_reclaim(0);
     std::uint32_t n = tx_.push(pkts);
-    if (e1000::ring_doorbell(bar0_, e1000e::TDT, tx_.tail(), tx_tail_)) ++tx_doorbells_;
+    tx_doorbell_.ring(tx_.tail());
     return static_cast<std::uint16_t>(n);
 }
 
 QueueStats E1000e::rx_stats(std::uint16_t queue) const noexcept {
     if (queue != 0) return {};
     QueueStats s = rx_queue_stats(rx_.counters());
-    s.doorbells = rx_doorbells_;
+    s.doorbells = rx_doorbell_.rings;
     s.no_buffers = no_buffers_;
     return s;
 }
@@ -346,7 +344,7 @@ QueueStats E1000e::rx_stats(std::uint16_t queue) const noexcept {
 QueueStats E1000e::tx_stats(std::uint16_t queue) const noexcept {
     if (queue != 0) return {};
     QueueStats s = tx_queue_stats(tx_.counters());
-    s.doorbells = tx_doorbells_;
+    s.doorbells = tx_doorbell_.rings;
     return s;
 }
 

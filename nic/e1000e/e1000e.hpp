@@ -110,8 +110,8 @@ private:
     dma::Mapping ring_mapping_;
     RxRing rx_;
     TxRing tx_;
-    std::uint32_t rx_tail_ = 0, tx_tail_ = 0;  // what the doorbells last said
-    std::uint64_t rx_doorbells_ = 0, tx_doorbells_ = 0, no_buffers_ = 0;
+    e1000::Doorbell rx_doorbell_, tx_doorbell_;  // RDT, TDT
+    std::uint64_t no_buffers_ = 0;
     MacAddress mac_;
     DeviceStats device_stats_;
     PortOptions options_;

@@ -175,6 +175,8 @@ void Igb::init(const Config& c, dma::IovaAllocator& iovas, std::span<dma::Buffer
     if (c.engine) headers_ = ring_memory_.data() + o.rx_queues * rx_bytes + o.tx_queues * tx_bytes + heads;
     setup_rx(c, rx_pools);
     setup_tx(c);
+    rx_live_ = rx_;
+    tx_live_ = tx_;
     if (o.interrupts) setup_interrupts(o);
     log::info("igb ", who, ": up, MAC ", mac_.str(), ", ", link_speed_mbps(), " Mb/s, ", o.rx_queues, " rx / ",
               o.tx_queues, " tx queues");
@@ -212,8 +214,12 @@ void Igb::setup_rx(const Config& c, std::span<dma::BufferPool* const> pools) {
         std::uint32_t srrctl = kib | igb::srrctl::DROP_EN | split;
         auto* descs = reinterpret_cast<igb::AdvRxDesc*>(ring_memory_.data() + q * rx_bytes);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
-        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024), pool,
-                              std::min<std::uint32_t>(kRefillBatch, o.rx_ring / 4), 0, 0, 0, descs});
+        rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024),
+                              pool,
+                              std::min<std::uint32_t>(kRefillBatch, o.rx_ring / 4),
+                              {bar0_.reg32(igb::RDT(q))},
+                              0,
+                              descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::RDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::RDLEN(q), o.rx_ring * sizeof(igb::AdvRxDesc));
@@ -263,9 +269,7 @@ void Igb::setup_rx(const Config& c, std::span<dma::BufferPool* const> pools) {
     }
     bar0_.write32(igb::RCTL, rctl);
     for (auto& q : rx_) {
-        vfio::wmb();
-        bar0_.write32(igb::RDT(static_cast<unsigned>(&q - rx_.data())), q.ring.tail());
-        q.last_tail = q.ring.tail();
+        q.doorbell.start(q.doorbell.reg, q.ring.tail());
     }
 }
 
@@ -282,7 +286,7 @@ void Igb::setup_tx(const Config& c) {
         auto* head = reinterpret_cast<std::uint32_t*>(wb + q * kHeadWbStride);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
         std::uint64_t head_iova = ring_mapping_.iova_of(head);
-        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, o.max_frame), head, 0, 0, descs});
+        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, o.max_frame), head, {bar0_.reg32(igb::TDT(q))}, descs});
         bar0_.write32(igb::TDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::TDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::TDLEN(q), o.tx_ring * sizeof(igb::AdvTxDesc));
@@ -341,25 +345,25 @@ void Igb::refill(RxQueue& q) noexcept {
 // An empty poll costs a handful of instructions (no frames path set up, no registers saved); the frames
 // go through receive().
 std::uint16_t Igb::rx_burst(std::uint16_t queue, std::span<Packet> out) noexcept {
-    if (queue >= rx_.size()) return 0;
-    RxQueue& q = rx_.data()[queue];
-    if (q.ring.has_work()) return receive(q, queue, out);
+    if (queue >= rx_live_.size()) return 0;
+    RxQueue& q = rx_live_.data()[queue];
+    if (q.ring.has_work()) return receive(q, out);
     if (q.ring.free_slots() != 0) [[unlikely]]
-        refill_and_ring(q, queue);  // a pool that ran dry may have buffers
+        refill_and_ring(q);  // a pool that ran dry may have buffers
     return 0;
 }
 
-std::uint16_t Igb::receive(RxQueue& q, std::uint16_t queue, std::span<Packet> out) noexcept {
+std::uint16_t Igb::receive(RxQueue& q, std::span<Packet> out) noexcept {
     const std::uint32_t n = q.ring.harvest(out);
     // Refill in bulk once a batch's worth of descriptors is free.
     if (q.ring.free_slots() >= q.refill_at) refill(q);
-    if (e1000::ring_doorbell(bar0_, igb::RDT(queue), q.ring.tail(), q.last_tail)) ++q.doorbells;
+    q.doorbell.ring(q.ring.tail());
     return static_cast<std::uint16_t>(n);
 }
 
-void Igb::refill_and_ring(RxQueue& q, std::uint16_t queue) noexcept {
+void Igb::refill_and_ring(RxQueue& q) noexcept {
     refill(q);
-    if (e1000::ring_doorbell(bar0_, igb::RDT(queue), q.ring.tail(), q.last_tail)) ++q.doorbells;
+    q.doorbell.ring(q.ring.tail());
 }
 
 std::uint32_t Igb::rx_free_slots(std::uint16_t queue) const noexcept {
@@ -371,18 +375,18 @@ std::uint32_t Igb::tx_free_slots(std::uint16_t queue) const noexcept {
 }
 
 std::uint32_t Igb::tx_reclaim(std::uint16_t queue) noexcept {
-    if (queue >= tx_.size()) return 0;
-    return tx_.data()[queue].ring.reclaim_to_pools();
+    if (queue >= tx_live_.size()) return 0;
+    return tx_live_.data()[queue].ring.reclaim_to_pools();
 }
 
 std::uint16_t Igb::tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept {
-    if (queue >= tx_.size()) return 0;
-    TxQueue& q = tx_.data()[queue];
+    if (queue >= tx_live_.size()) return 0;
+    TxQueue& q = tx_live_.data()[queue];
     // Completions are collected in bulk, only when the ring runs short (an offloaded frame takes a
     // context descriptor too).
     if (q.ring.free_slots() < 2 * pkts.size()) q.ring.reclaim_to_pools();
     std::uint32_t n = q.ring.push(pkts);
-    if (e1000::ring_doorbell(bar0_, igb::TDT(queue), q.ring.tail(), q.last_tail)) ++q.doorbells;
+    q.doorbell.ring(q.ring.tail());
     return static_cast<std::uint16_t>(n);
 }
 
@@ -427,7 +431,7 @@ QueueStats Igb::rx_stats(std::uint16_t queue) const noexcept {
     const RxQueue& q = rx_[queue];
     QueueStats s = rx_queue_stats(q.ring.counters());
     s.no_buffers = q.no_buffers;
-    s.doorbells = q.doorbells;
+    s.doorbells = q.doorbell.rings;
     return s;
 }
 
@@ -435,7 +439,7 @@ QueueStats Igb::tx_stats(std::uint16_t queue) const noexcept {
     if (queue >= tx_.size()) return {};
     const TxQueue& q = tx_[queue];
     QueueStats s = tx_queue_stats(q.ring.counters());
-    s.doorbells = q.doorbells;
+    s.doorbells = q.doorbell.rings;
     return s;
 }
 
@@ -464,7 +468,7 @@ QueuePair Igb::queue_pair(std::uint16_t queue) const {
                                 engine_ ? "" : " that nic::Igb drives itself"),
                     "open the port as a loopback engine (nic::EngineOptions) with enough queues");
     }
-    auto reg = [&](igb::Reg r) { return reinterpret_cast<volatile std::uint32_t*>(bar0_.data() + r); };
+    auto reg = [&](igb::Reg r) { return bar0_.reg32(r); };
     auto* headers = reinterpret_cast<std::uint8_t*>(headers_ + queue * header_slots_bytes(options_, header_slot_));
     return QueuePair{rx_[queue].descs,
                      rx_[queue].ring.size(),

@@ -120,17 +120,15 @@ private:
     struct RxQueue {
         RxRing ring;
         dma::BufferPool* pool;
-        std::uint32_t refill_at;  // free descriptors that make rx_burst refill
-        std::uint32_t last_tail = 0;
-        std::uint64_t doorbells = 0;
+        std::uint32_t refill_at;   // free descriptors that make rx_burst refill
+        e1000::Doorbell doorbell;  // RDT
         std::uint64_t no_buffers = 0;
         igb::AdvRxDesc* descs;
     };
     struct TxQueue {
         TxRing ring;
         std::uint32_t* head_wb;
-        std::uint32_t last_tail = 0;
-        std::uint64_t doorbells = 0;
+        e1000::Doorbell doorbell;  // TDT
         igb::AdvTxDesc* descs;
     };
 
@@ -150,8 +148,8 @@ private:
     void setup_tx(const Config& c);
     void setup_interrupts(const IgbOptions& o);
     void refill(RxQueue& q) noexcept;
-    [[gnu::noinline]] std::uint16_t receive(RxQueue& q, std::uint16_t queue, std::span<Packet> out) noexcept;
-    [[gnu::noinline, gnu::cold]] void refill_and_ring(RxQueue& q, std::uint16_t queue) noexcept;
+    [[gnu::noinline]] std::uint16_t receive(RxQueue& q, std::span<Packet> out) noexcept;
+    [[gnu::noinline, gnu::cold]] void refill_and_ring(RxQueue& q) noexcept;
     void stop() noexcept;
 
     vfio::Device* dev_;
@@ -161,6 +159,10 @@ private:
     std::byte* headers_ = nullptr;  // external queues: header slots inside ring_memory_
     std::vector<RxQueue> rx_;
     std::vector<TxQueue> tx_;
+    // The data path's view of rx_ and tx_, set once set-up is done: a span keeps the count, so checking
+    // a queue index is one compare (std::vector's size() divides by the element's size).
+    std::span<RxQueue> rx_live_;
+    std::span<TxQueue> tx_live_;
     IgbOptions options_;
     bool engine_ = false;
     std::uint32_t header_slot_ = 64;  // engine: bytes per header slot

@@ -270,7 +270,6 @@ void Igbvf::setup_rings() {
         std::min<std::uint32_t>(static_cast<std::uint32_t>(pool_->buffer_size() / 1024), igbvf::srrctl::BSIZEPKT_MASK);
     rx_.emplace(rx_descs, o.rx_ring, kib * 1024);
     tx_.emplace(tx_descs, o.tx_ring, nullptr, o.max_frame, TxFormat::igb_advanced);
-    rx_tail_ = tx_tail_ = 0;
 
     bar0_.write32(igbvf::RXDCTL, 0);
     const std::uint64_t rx_iova = ring_mapping_.iova_of(rx_descs), tx_iova = ring_mapping_.iova_of(tx_descs);
@@ -286,14 +285,14 @@ void Igbvf::setup_rings() {
     refill();
     if (rx_->posted() != o.rx_ring - 1)
         throw Error("fill rx ring", who_, "the buffer pool ran dry while filling the ring");
-    e1000::ring_doorbell(bar0_, igbvf::RDT, rx_->tail(), rx_tail_);
+    rx_doorbell_.start(bar0_.reg32(igbvf::RDT), rx_->tail());
 
     bar0_.write32(igbvf::TXDCTL, 0);
     bar0_.write32(igbvf::TDBAL, static_cast<std::uint32_t>(tx_iova));
     bar0_.write32(igbvf::TDBAH, static_cast<std::uint32_t>(tx_iova >> 32));
     bar0_.write32(igbvf::TDLEN, o.tx_ring * sizeof(e1000::AdvTxDesc));
     bar0_.write32(igbvf::TDH, 0);
-    bar0_.write32(igbvf::TDT, 0);
+    tx_doorbell_.start(bar0_.reg32(igbvf::TDT), 0);
     bar0_.write32(igbvf::TXDCTL, igbvf::QUEUE_ENABLE | 8u | 1u << 8);
     if (!wait_until([&] { return (bar0_.read32(igbvf::TXDCTL) & igbvf::QUEUE_ENABLE) != 0; }, 100))
         throw Error("enable tx queue", who_, "TXDCTL.ENABLE did not stick", "reset the VF (or the PF)");
@@ -331,20 +330,20 @@ std::uint16_t Igbvf::rx_burst(std::uint16_t queue, std::span<Packet> out) noexce
 std::uint16_t Igbvf::receive(std::span<Packet> out) noexcept {
     const std::uint32_t n = rx_->harvest(out);
     if (rx_->free_slots() >= std::min<std::uint32_t>(kBatch, rx_->size() / 4)) refill();
-    if (e1000::ring_doorbell(bar0_, igbvf::RDT, rx_->tail(), rx_tail_)) ++rx_doorbells_;
+    rx_doorbell_.ring(rx_->tail());
     return static_cast<std::uint16_t>(n);
 }
 
 void Igbvf::refill_and_ring() noexcept {
     refill();
-    if (e1000::ring_doorbell(bar0_, igbvf::RDT, rx_->tail(), rx_tail_)) ++rx_doorbells_;
+    rx_doorbell_.ring(rx_->tail());
 }
 
 std::uint16_t Igbvf::tx_burst(std::uint16_t queue, std::span<const Packet> pkts) noexcept {
     if (queue != 0 || pf_reset_) return 0;
     if (tx_->free_slots() < 2 * pkts.size()) tx_->reclaim_to_pools();
     const std::uint32_t n = tx_->push(pkts);
-    if (e1000::ring_doorbell(bar0_, igbvf::TDT, tx_->tail(), tx_tail_)) ++tx_doorbells_;
+    tx_doorbell_.ring(tx_->tail());
     return static_cast<std::uint16_t>(n);
 }
 
@@ -418,7 +417,7 @@ void Igbvf::add_vlan(std::uint16_t vlan_id) {
 QueueStats Igbvf::rx_stats(std::uint16_t queue) const noexcept {
     if (queue != 0) return {};
     QueueStats s = rx_queue_stats(rx_->counters());
-    s.doorbells = rx_doorbells_;
+    s.doorbells = rx_doorbell_.rings;
     s.no_buffers = no_buffers_;
     return s;
 }
@@ -426,7 +425,7 @@ QueueStats Igbvf::rx_stats(std::uint16_t queue) const noexcept {
 QueueStats Igbvf::tx_stats(std::uint16_t queue) const noexcept {
     if (queue != 0) return {};
     QueueStats s = tx_queue_stats(tx_->counters());
-    s.doorbells = tx_doorbells_;
+    s.doorbells = tx_doorbell_.rings;
     return s;
 }
 

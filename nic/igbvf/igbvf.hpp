@@ -124,8 +124,8 @@ private:
     dma::Mapping ring_mapping_;
     std::optional<RxRing> rx_;
     std::optional<TxRing> tx_;
-    std::uint32_t rx_tail_ = 0, tx_tail_ = 0;
-    std::uint64_t rx_doorbells_ = 0, tx_doorbells_ = 0, no_buffers_ = 0;
+    e1000::Doorbell rx_doorbell_, tx_doorbell_;  // RDT, TDT
+    std::uint64_t no_buffers_ = 0;
     std::vector<std::uint16_t> multicast_;  // the hashes asked for so far (the PF takes the whole list each time)
     MacAddress mac_;
     bool interrupts_ = false;

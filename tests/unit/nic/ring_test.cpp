@@ -552,3 +552,284 @@ TEST_CASE("buffer pool over caller's memory: as many as fit, or a clear error") 
                       Catch::Matchers::ContainsSubstring("do not fit"));
     CHECK_THROWS_WITH(bardrive::dma::BufferPool(mem, 0x1000, 0), Catch::Matchers::ContainsSubstring("do not fit"));
 }
+
+// harvest() takes whole good frames four at a time and anything else one at a time; this checks both
+// against a one-at-a-time model of the rules, over random write-backs: good frames with random offload
+// bits and tags, bad lengths at both edges, frame errors, chains, descriptors not written yet, batch
+// sizes that cut groups of four, and the ring's end.
+TEST_CASE("rx: harvest agrees with a one-at-a-time model over random write-backs") {
+    constexpr std::uint32_t n = 64;
+    std::vector<e1000::AdvRxDesc> d(n);
+    RxRing ring(d.data(), n, kBuf);
+    Buffers b(n);
+    ring.post(std::span(b.pkts).first(n - 1));
+    std::vector<std::uint32_t> model_buf(n);  // the buffer in each descriptor, as the model tracks it
+    for (std::uint32_t i = 0; i < n - 1; ++i) model_buf[i] = i;
+    struct Written {
+        std::uint32_t status;
+        std::uint16_t len, vlan;
+    };
+    std::vector<Written> written(n);
+    std::uint32_t device = 0, model_clean = 0, model_tail = n - 1;
+    bool model_chain = false;
+    RxRingCounters expect;
+    std::uint64_t seed = 0x9e3779b97f4a7c15ull;
+    auto rnd = [&] {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        return static_cast<std::uint32_t>(seed >> 11);
+    };
+    std::uint64_t fast_path_frames = 0;
+    for (int round = 0; round < 4000; ++round) {
+        // The device writes some of the descriptors posted to it, mostly whole good frames.
+        const std::uint32_t writable = (ring.tail() - device) & (n - 1);
+        const std::uint32_t k = std::min(writable, rnd() % 14);
+        for (std::uint32_t i = 0; i < k; ++i, device = (device + 1) & (n - 1)) {
+            std::uint32_t status = e1000::rxd::DD | e1000::rxd::EOP | (rnd() & 0x0ff7f07cu);  // offload and other bits
+            std::uint16_t len = static_cast<std::uint16_t>(ETH_HEADER_LEN + rnd() % (kBuf - ETH_HEADER_LEN + 1));
+            switch (rnd() % 16) {
+                case 0:
+                    len = static_cast<std::uint16_t>(rnd() % 2 ? ETH_HEADER_LEN - 1 : kBuf + 1);
+                    break;
+                case 1:
+                    len = rnd() % 2 ? 0 : 0xffff;
+                    break;
+                case 2:
+                    status |= e1000::rxd::ERR_RXE;
+                    break;
+                case 3:
+                    status &= ~e1000::rxd::EOP;
+                    break;  // a chain: dropped through its EOP descriptor
+                default:
+                    break;
+            }
+            written[device] = {status, len, static_cast<std::uint16_t>(rnd())};
+            device_rx(d[device], len, status);
+            d[device].wb.vlan = written[device].vlan;
+        }
+        // The model: at most min(batch, posted) descriptors looked at, stopping at one not written.
+        const std::uint32_t batch = 1 + rnd() % 40;
+        std::vector<Packet> want;
+        std::uint32_t look = std::min(batch, (model_tail - model_clean) & (n - 1));
+        for (; look != 0 && d[model_clean].wb.status_error & e1000::rxd::DD; --look) {
+            const Written w = written[model_clean];
+            const bool eop = w.status & e1000::rxd::EOP;
+            const std::uint32_t buf = model_buf[model_clean];
+            if (model_chain || !eop || (w.status & e1000::rxd::ERR_RXE) || w.len < ETH_HEADER_LEN || w.len > kBuf) {
+                if (model_chain || !eop)
+                    ++expect.chained;
+                else if (w.status & e1000::rxd::ERR_RXE)
+                    ++expect.frame_errors;
+                else
+                    ++expect.bad_length;
+                model_chain = (model_chain || !eop) && !eop;
+                model_buf[model_tail] = buf;  // straight back to the device
+                model_tail = (model_tail + 1) & (n - 1);
+            } else {
+                want.push_back(b.pkts[buf]);
+                want.back().len = w.len;
+                want.back().flags = w.status & pkt::RX_MASK;
+                want.back().vlan = w.vlan;
+                ++expect.packets;
+                expect.bytes += w.len;
+            }
+            model_clean = (model_clean + 1) & (n - 1);
+        }
+        std::vector<Packet> out(batch + 1, Packet{nullptr, 1, 2, 3, nullptr, 4, 5, 6, 7});
+        const std::uint32_t got = ring.poll(std::span(out).first(batch));
+        INFO("round " << round << " batch " << batch);
+        REQUIRE(got == want.size());
+        for (std::uint32_t i = 0; i < got; ++i) {
+            INFO("frame " << i);
+            CHECK(out[i].data == want[i].data);
+            CHECK(out[i].iova == want[i].iova);
+            CHECK(out[i].buf == want[i].buf);
+            CHECK(out[i].pool == nullptr);
+            CHECK(out[i].len == want[i].len);
+            CHECK(out[i].flags == want[i].flags);
+            CHECK(out[i].vlan == want[i].vlan);
+            CHECK(out[i].l2_len == 0);
+            CHECK(out[i].l3_len == 0);
+        }
+        CHECK(out[got].buf == 3);  // nothing written past the frames handed out
+        REQUIRE(ring.next_to_clean() == model_clean);
+        REQUIRE(ring.tail() == model_tail);
+        if (got >= 4) fast_path_frames += got;
+        // The application gives every frame back.
+        for (std::uint32_t i = 0; i < got; ++i) model_buf[(model_tail + i) & (n - 1)] = out[i].buf;
+        REQUIRE(ring.post(std::span(out).first(got)) == got);
+        model_tail = (model_tail + got) & (n - 1);
+    }
+    CHECK(ring.counters().packets == expect.packets);
+    CHECK(ring.counters().bytes == expect.bytes);
+    CHECK(ring.counters().bad_length == expect.bad_length);
+    CHECK(ring.counters().chained == expect.chained);
+    CHECK(ring.counters().frame_errors == expect.frame_errors);
+    CHECK(expect.bad_length > 100);
+    CHECK(expect.chained > 100);
+    CHECK(expect.frame_errors > 100);
+    CHECK(fast_path_frames > 1000);
+}
+
+// reclaim_to_pools() frees runs of one pool four at a time and anything else one at a time; over random
+// mixes of two pools, context descriptors (offloaded frames) and completions that cut groups of four,
+// every buffer must come back to its own pool exactly once.
+TEST_CASE("tx: reclaim_to_pools returns every buffer to its own pool once over random mixes") {
+    constexpr std::uint32_t n = 64;
+    std::vector<e1000::AdvTxDesc> d(n);
+    std::uint32_t head = 0;
+    TxRing ring(d.data(), n, &head, kBuf);
+    PlainPool a(96), b(96);
+    std::uint64_t seed = 0x2545f4914f6cdd1dull;
+    auto rnd = [&] {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        return static_cast<std::uint32_t>(seed >> 11);
+    };
+    std::uint32_t device_head = 0;
+    std::uint64_t pushed = 0;
+    for (int round = 0; round < 3000; ++round) {
+        std::vector<Packet> pkts;
+        PlainPool* from = rnd() % 4 ? &a : &b;
+        for (std::uint32_t k = rnd() % 24; k != 0; --k) {
+            if (rnd() % 8 == 0) from = from == &a ? &b : &a;  // runs of one pool, now and then the other
+            bardrive::dma::BufferPool::Buffer buf;
+            if (!from->pool.alloc(buf)) break;
+            pkts.push_back({reinterpret_cast<std::uint8_t*>(buf.data), buf.iova, 60, buf.index, &from->pool});
+            if (rnd() % 10 == 0) {  // an offloaded frame: a context descriptor before it
+                pkts.back().flags = pkt::TX_IP_CSUM;
+                pkts.back().l2_len = 14;
+                pkts.back().l3_len = 20;
+            }
+        }
+        const std::uint32_t taken = ring.push(pkts);
+        for (std::uint32_t i = taken; i < pkts.size(); ++i) pkts[i].pool->free(pkts[i].buf);  // did not fit
+        pushed += taken;
+        // The device finishes some of what is queued.
+        const std::uint32_t queued = (ring.tail() - device_head) & (n - 1);
+        device_head = (device_head + (queued == 0 ? 0 : rnd() % (queued + 1))) & (n - 1);
+        head = device_head;
+        ring.reclaim_to_pools();
+        INFO("round " << round);
+        REQUIRE(a.pool.available() <= 96);  // nothing freed twice
+        REQUIRE(b.pool.available() <= 96);
+    }
+    head = ring.tail();
+    ring.reclaim_to_pools();
+    CHECK(ring.in_flight() == 0);
+    CHECK(pushed > 10000);
+    for (PlainPool* p : {&a, &b}) {
+        REQUIRE(p->pool.available() == 96);
+        const std::uint32_t* idx;
+        REQUIRE(p->pool.alloc_bulk(96, idx) == 96);
+        std::vector<int> seen(96);
+        for (std::uint32_t i = 0; i < 96; ++i) ++seen[idx[i]];
+        for (int s : seen) CHECK(s == 1);
+    }
+}
+
+// push() writes frames without offloads four at a time and anything else one at a time; this checks
+// every descriptor and slot it writes against a one-at-a-time model, over random batches: lengths at and
+// beyond both limits, offloaded frames (a context descriptor first), a ring that fills up, its end, for
+// both descriptor formats (igb with head write-back, the 82574's with a report per descriptor).
+TEST_CASE("tx: push agrees with a one-at-a-time model over random batches") {
+    for (const TxFormat format : {TxFormat::igb_advanced, TxFormat::e1000e_extended}) {
+        const bool advanced = format == TxFormat::igb_advanced;
+        INFO((advanced ? "igb" : "82574"));
+        constexpr std::uint32_t n = 64, max_frame = 1514;
+        std::vector<e1000::AdvTxDesc> d(n);
+        std::uint32_t head = 0;
+        TxRing ring(d.data(), n, advanced ? &head : nullptr, max_frame, format);
+        PlainPool pool(n);
+        const std::uint32_t type = (advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
+                                   e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP |
+                                   (advanced ? 0 : e1000::txd::CMD_RS);
+        std::uint64_t seed = 0xd1b54a32d192ed03ull;
+        auto rnd = [&] {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            return static_cast<std::uint32_t>(seed >> 11);
+        };
+        std::uint32_t model_tail = 0;
+        std::uint64_t frames = 0, bad_length = 0, bad_offload = 0;
+        std::vector<Packet> slot(n);  // what each descriptor's slot should give back
+        for (int round = 0; round < 3000; ++round) {
+            std::vector<Packet> pkts(rnd() % 24);
+            for (Packet& p : pkts) {
+                p = {nullptr, 0x7000000000ull + rnd(), 1 + rnd() % max_frame, rnd() % n, &pool.pool};
+                switch (rnd() % 24) {
+                    case 0:
+                        p.len = rnd() % 2 ? 0 : max_frame + 1 + rnd() % 100;
+                        break;
+                    case 1:
+                    case 2:
+                        p.flags = pkt::TX_IP_CSUM | (rnd() % 2 ? pkt::TX_UDP_CSUM : 0);
+                        p.l2_len = 14;
+                        p.l3_len = rnd() % 8 ? 20 : 0;  // now and then lengths the offload cannot use
+                        break;
+                    default:
+                        break;
+                }
+            }
+            // The model: frames in order until the ring is full or a frame is refused.
+            std::uint32_t room = n - 1 - ((model_tail - head) & (n - 1)), want = 0, last = model_tail;
+            std::vector<std::uint32_t> data_desc;
+            for (const Packet& p : pkts) {
+                if (room == 0) break;
+                if (p.len == 0 || p.len > max_frame) {
+                    ++bad_length;
+                    break;
+                }
+                if (p.flags) {
+                    if (!advanced || p.l3_len < 20) {
+                        ++bad_offload;
+                        break;
+                    }
+                    if (room < 2) break;
+                    slot[model_tail] = Packet{};
+                    model_tail = (model_tail + 1) & (n - 1);
+                    --room;
+                }
+                data_desc.push_back(model_tail);
+                slot[model_tail] = p;
+                last = model_tail;
+                model_tail = (model_tail + 1) & (n - 1);
+                --room;
+                ++want;
+            }
+            const std::uint32_t taken = ring.push(pkts);
+            INFO("round " << round);
+            REQUIRE(taken == want);
+            REQUIRE(ring.tail() == model_tail);
+            for (std::uint32_t i = 0; i < taken; ++i) {
+                const Packet& p = pkts[i];
+                const e1000::AdvTxDesc& x = d[data_desc[i]];
+                CHECK(x.read.buffer_addr == p.iova);
+                std::uint32_t cmd = type | p.len | (data_desc[i] == last ? e1000::txd::CMD_RS : 0);
+                std::uint32_t olinfo = advanced ? p.len << e1000::txd::PAYLEN_SHIFT : 0;
+                if (p.flags)
+                    olinfo |= e1000::txd::POPTS_IXSM | (p.flags & pkt::TX_UDP_CSUM ? e1000::txd::POPTS_TXSM : 0);
+                CHECK(x.read.cmd_type_len == cmd);
+                CHECK(x.read.olinfo_status == olinfo);
+            }
+            frames += taken;
+            // The device finishes everything; the slots give back what the model says, in ring order.
+            if (advanced)
+                head = ring.tail();
+            else
+                for (std::uint32_t i = 0; i < ring.in_flight(); ++i)
+                    d[(ring.tail() - 1 - i) & (n - 1)].wb.status |= e1000::txd::STA_DD;
+            std::vector<Packet> back(n);
+            const std::uint32_t start = (ring.tail() - ring.in_flight()) & (n - 1);
+            const std::uint32_t got = ring.reclaim(back);
+            for (std::uint32_t i = 0; i < got; ++i) {
+                const Packet& s = slot[(start + i) & (n - 1)];
+                CHECK(back[i].pool == s.pool);
+                CHECK(back[i].buf == s.buf);
+                CHECK(back[i].len == s.len);
+            }
+            if (!advanced) head = ring.tail();
+        }
+        CHECK(ring.counters().packets == frames);
+        CHECK(ring.counters().bad_length == bad_length);
+        CHECK(ring.counters().bad_offload == bad_offload);
+        CHECK(frames > 10000);
+    }
+}
