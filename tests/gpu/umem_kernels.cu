@@ -50,6 +50,46 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
     }
 }
 
+// umem-sparse-bench's element kernel, its shape kept (16 reads a thread, summed, unrolled, indices loaded four
+// at a time; with run > 1, runs of adjacent elements), over a skewed stream: a warp's reads mix hits, misses
+// and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index).
+__global__ void stream_kernel(Array<std::uint64_t> a, const std::uint32_t* idx, std::uint64_t threads, unsigned run,
+                              std::uint64_t* sums) {
+    const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    if (t >= threads) return;
+    std::uint64_t s = 0;
+    if (run == 1) {
+        const auto* q = reinterpret_cast<const uint4*>(idx + t * 16);
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) {
+            const uint4 v = q[k];
+            s += a.get(v.x) + a.get(v.y) + a.get(v.z) + a.get(v.w);
+        }
+    } else {
+#pragma unroll 4
+        for (unsigned k = 0; k < 16; ++k) s += a.get(std::uint64_t{idx[t * 16 + k - k % run]} + k % run);
+    }
+    sums[t] = s;
+}
+
+// The same reads where only odd indices are read, so that get() runs with part of a warp.
+__global__ void stream_divergent_kernel(Array<std::uint64_t> a, const std::uint32_t* idx, std::uint64_t threads,
+                                        std::uint64_t* sums) {
+    const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    if (t >= threads) return;
+    std::uint64_t s = 0;
+    const auto* q = reinterpret_cast<const uint4*>(idx + t * 16);
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) {
+        const uint4 v = q[k];
+        if (v.x & 1) s += a.get(v.x);
+        if (v.y & 1) s += a.get(v.y);
+        if (v.z & 1) s += a.get(v.z);
+        if (v.w & 1) s += a.get(v.w);
+    }
+    sums[t] = s;
+}
+
 // Rows of 256 B paged as 256-byte pages: a read of a row in the first half of a 4 KiB block (its
 // pattern checked) and, every other op, atomic adds of 1 to every word of a row in the second half.
 constexpr std::uint32_t kRowWords = 32;
@@ -299,6 +339,50 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
     lone_kernel<<<(threads + 127) / 128, 128>>>(Array<std::uint64_t>(pager.view(), pager.ring()), ops, bad.p);
     ck(cudaDeviceSynchronize(), "lone kernel");
     return bad.get();
+}
+
+std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
+                                 bool divergent, int kernels) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    // Half the reads from 64 hot pages, half anywhere; a run's last element stays in the array.
+    std::vector<std::uint32_t> idx(threads * 16);
+    std::uint32_t s = 12345;
+    for (auto& i : idx) {
+        const std::uint64_t page = next(s) % 2 == 0 ? next(s) % 64 : next(s) % pages;
+        i = static_cast<std::uint32_t>(page * kWords + next(s) % (kWords - 16));
+    }
+    std::vector<std::uint64_t> want(threads, 0), got(threads);
+    for (std::uint64_t t = 0; t < threads; ++t)
+        for (std::uint64_t k = 0; k < 16; ++k) {
+            const std::uint64_t i = divergent ? idx[t * 16 + k] : idx[t * 16 + k - k % run] + k % run;
+            if (!divergent || (i & 1)) want[t] += i;
+        }
+    std::uint32_t* didx = nullptr;
+    std::uint64_t* sums = nullptr;
+    ck(cudaMalloc(&didx, idx.size() * 4), "cudaMalloc");
+    ck(cudaMalloc(&sums, threads * 8), "cudaMalloc");
+    ck(cudaMemcpy(didx, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice), "copy indices");
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    std::uint64_t bad = 0;
+    const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+    for (int k = 0; k < kernels; ++k) {
+        ck(cudaMemset(sums, 0, threads * 8), "cudaMemset");
+        Array<std::uint64_t> a(pager.view(), pager.ring());
+        if (divergent)
+            stream_divergent_kernel<<<blocks, 256>>>(a, didx, threads, sums);
+        else
+            stream_kernel<<<blocks, 256>>>(a, didx, threads, run, sums);
+        ck(cudaDeviceSynchronize(), "element stream kernel");
+        ck(cudaMemcpy(got.data(), sums, threads * 8, cudaMemcpyDeviceToHost), "read sums");
+        for (std::uint64_t t = 0; t < threads; ++t) bad += got[t] != want[t];
+    }
+    cudaFree(didx);
+    cudaFree(sums);
+    return bad;
 }
 
 }  // namespace bardrive::umem::gputest

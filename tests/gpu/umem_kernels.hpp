@@ -45,6 +45,13 @@ AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t wa
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
+// umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements)
+// over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);
+// with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
+// whose sum was wrong, over all kernels.
+std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
+                                 bool divergent, int kernels);
+
 // Warps page an array through umem's NIC engine (NicMover, nic::LoopbackQueue) with `queues` queue pairs
 // served by software ports on a CPU thread (tests/support/fake_loopback_port.hpp): the GPU side of the
 // engine on a real GPU, no NIC. Reads checked on the GPU, host memory after a flush on the CPU.
