@@ -193,9 +193,9 @@ private:
     // Called with the full mask (the whole warp got here, checked before anything else) or with
     // __activemask() of the missing threads alone. Not with __activemask() taken at get()'s entry, which would
     // also take in the threads that hit when only part of the warp got there: on the H200 that made the
-    // element kernels read out of bounds (umem-sparse-bench in 9 of 9 processes, 2 of 3 with a __syncwarp
+    // element kernels read out of bounds (umem-sparse-bench in 10 of 12 processes, 2 of 3 with a __syncwarp
     // after it, the GPU test "element reads of whole and partial warps" red; why was not found), the full
-    // mask in none.
+    // mask in none (bench/results/umem-h200-2026-11-26b.md).
     __device__ __forceinline__ T miss(unsigned mask, std::uint64_t page, std::uint64_t at, unsigned shard, bool done,
                                       T x) const {
         const unsigned me = threadIdx.x & 31u;
