@@ -79,6 +79,13 @@ TxRing::TxRing(e1000::AdvTxDesc* descs, std::uint32_t size, const std::uint32_t*
     check_ring_size(size, "tx ring");
     storage_.resize(size);
     slots_ = storage_.data();
+    to_slots_ = reinterpret_cast<std::uintptr_t>(slots_) - reinterpret_cast<std::uintptr_t>(descs_);
+    data_type_ = (format == TxFormat::igb_advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
+                 e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP | (head_wb ? 0 : e1000::txd::CMD_RS);
+    static_assert(((e1000::txd::DTYP_DATA | e1000::txd::DTYP_E1000E_DATA | e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS |
+                    e1000::txd::CMD_EOP | e1000::txd::CMD_RS) &
+                   e1000::txd::DTALEN_MASK) == 0,
+                  "the type's bits lie above the 16-bit length, so type + len = type | len");
 }
 
 // Writes the context descriptor of a frame with offloads (igb) at `tail`: its header lengths and VLAN

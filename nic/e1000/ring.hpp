@@ -189,7 +189,11 @@ private:
         return *reinterpret_cast<Slot*>(reinterpret_cast<std::uintptr_t>(d) + to_slots);
     }
     std::vector<Slot> storage_;
-    Slot* slots_;  // storage_.data()
+    Slot* slots_;              // storage_.data()
+    std::uintptr_t to_slots_;  // slots_ - descs_ in bytes (slot_of)
+    // A data descriptor's type and command bits: the format's DTYP, DEXT, IFCS, EOP; without head
+    // write-back also RS, each descriptor then reporting its own completion. The length is added per frame.
+    std::uint32_t data_type_;
     TxRingCounters counters_;
 };
 
@@ -218,8 +222,9 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         const std::uint32_t run = std::min(left, mask_ + 1 - tail);
         e1000::AdvRxDesc* d = descs_ + tail;
         Packet* slot = slots_ + tail;
+        const std::uint32_t* const end = idx + run;
 #pragma GCC unroll 4  // the loop's own instructions (three pointers, the test) once per four buffers
-        for (const std::uint32_t* const end = idx + run; idx != end; ++idx, ++d, ++slot) {
+        for (; idx != end; ++idx, ++d, ++slot) {
             const std::uint32_t buf = *idx;  // once: the stores below may alias it
             const std::size_t off = std::size_t{buf} * stride;
             const std::uint64_t iova = first.iova + off;
@@ -249,6 +254,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
                                                                              const std::uintptr_t to_out,
                                                                              std::uint64_t& bytes) const noexcept {
 #if defined(__SSE2__)
+    if (end - d < 4) return d;  // a short run: no set-up for nothing
     const __m128i checked = _mm_set1_epi32(static_cast<int>(e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::ERR_RXE));
     const __m128i whole = _mm_set1_epi32(static_cast<int>(kWhole));
     // len - 14 > buffer_size - 14 compared unsigned: SSE2 compares signed, so both sides flip the sign bit.
@@ -312,6 +318,8 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     // Never more descriptors than are posted: a device that sets DD on stale or unposted descriptors can
     // neither hand a buffer out twice nor keep this loop going past one lap.
     std::uint32_t look = std::min<std::uint32_t>(static_cast<std::uint32_t>(out.size()), posted());
+    const std::uint32_t looked_at_most = look;
+    std::uint32_t dropped = 0;
     const std::uint32_t longest = buffer_size_ - ETH_HEADER_LEN;
     // What (DD | EOP | RXE) of a frame to hand out reads: DD | EOP. Inside a chain nothing matches, so
     // the rest of the chain goes the slow way with the same single test.
@@ -340,6 +348,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
                 if (!(status & e1000::rxd::DD)) break;  // the device has not written it yet
                 whole = drop(*slot, status, whole);
                 to_out -= sizeof(Packet);
+                ++dropped;
                 continue;
             }
             Packet& out_pkt = *reinterpret_cast<Packet*>(reinterpret_cast<std::uintptr_t>(slot) + to_out);
@@ -356,7 +365,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         look -= done;
         if (done != run) break;  // stopped at a descriptor the device has not written yet
     }
-    const auto n = static_cast<std::uint32_t>(o - out.data());
+    const std::uint32_t n = looked_at_most - look - dropped;  // counted: no division by the Packet's 40 bytes
     clean_ = clean;
     in_chain_ = whole != kWhole;
     counters_.packets += n;
@@ -372,17 +381,11 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
 
 template <bool Advanced>
 [[gnu::always_inline]] inline std::uint32_t TxRing::push_frames(const Packet* const in, std::uint32_t count) noexcept {
-    // Without head write-back each descriptor reports its own completion.
-    const std::uint32_t type = (Advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
-                               e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP |
-                               (head_wb_ ? 0 : e1000::txd::CMD_RS);
-    static_assert(((e1000::txd::DTYP_DATA | e1000::txd::DTYP_E1000E_DATA | e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS |
-                    e1000::txd::CMD_EOP | e1000::txd::CMD_RS) &
-                   e1000::txd::DTALEN_MASK) == 0);
+    const std::uint32_t type = data_type_;
     const std::uint32_t max_frame = max_frame_, first = tail_;  // max_frame <= DTALEN_MASK (constructor)
     std::uint32_t room = free_slots(), tail = first;
     std::uint64_t bytes = 0;
-    const std::uintptr_t to_slots = reinterpret_cast<std::uintptr_t>(slots_) - reinterpret_cast<std::uintptr_t>(descs_);
+    const std::uintptr_t to_slots = to_slots_;
     const Packet* p = in;
     std::uint32_t left = count;  // frames not taken yet (counted, not a pointer difference: no division by 40)
     while (left != 0 && room != 0) {
@@ -455,6 +458,7 @@ template <bool Advanced>
                                                                     const std::uintptr_t to_slots,
                                                                     std::uint64_t& bytes) const noexcept {
 #if defined(__SSE2__)
+    if (end - d < 4) return d;  // a short run: no set-up for nothing
     const __m128i one = _mm_set1_epi32(1);
     // len - 1 > max_frame - 1 compared unsigned (len 0 wraps): SSE2 compares signed, so both sides flip the sign bit.
     const __m128i sign = _mm_set1_epi32(INT32_MIN);
@@ -527,6 +531,7 @@ inline std::uint32_t TxRing::finished() noexcept {
 [[gnu::always_inline]] inline const TxRing::Slot* TxRing::free_whole4(const Slot* s, const Slot* const end,
                                                                       dma::BufferPool::Returns& back) noexcept {
 #if defined(__SSE2__)
+    if (end - s < 4) return s;  // a short run: no set-up for nothing
     static_assert(offsetof(Slot, buf) == 4 && offsetof(Slot, pool) == 8 && sizeof(Slot) == 16);
     const __m128i pool = _mm_set1_epi64x(static_cast<long long>(reinterpret_cast<std::uintptr_t>(&back.pool())));
     // index < count compared unsigned: SSE2 compares signed, so both sides flip the sign bit.
