@@ -187,6 +187,37 @@ public:
         return miss(mask, page, at, shard, resident != nullptr, x);
     }
 
+    // N elements at once, x[k] = element i[k], each thread alone as get() (every thread of a warp passing its
+    // own N). With the whole warp here and a pool that holds the array, the N page-table words and elements are
+    // loaded before anything waits on them, and one vote says whether all were resident; otherwise each is read
+    // through get(). One get() after another waits for each page-table word and element in turn (the miss
+    // branch between them keeps them apart): H200, resident Zipf u64 over 8 GiB, four at a time 2.09-2.10 ms,
+    // one by one 2.37, GPU memory 1.36-1.37 (bench/results/umem-h200-2026-11-26b.md).
+    template <unsigned N>
+    __device__ void get(const std::uint64_t (&i)[N], T (&x)[N]) const {
+        if (__activemask() == 0xffffffffu && view_.never_evicts()) {
+            const std::byte* r[N];
+#pragma unroll
+            for (unsigned k = 0; k < N; ++k) {
+                assert(i[k] < size() && "umem: element index beyond the array");
+                profile_note(view_, i[k] * sizeof(T), sizeof(T));
+                r[k] = find_resident(view_, page_of(i[k]));
+            }
+            bool all = true;
+#pragma unroll
+            for (unsigned k = 0; k < N; ++k) {
+                if (r[k] != nullptr) x[k] = load_cg(reinterpret_cast<const T*>(r[k]) + (i[k] & (per_page() - 1)));
+                all = all && r[k] != nullptr;
+            }
+            if (__all_sync(0xffffffffu, all)) {
+                if ((threadIdx.x & 31u) == 0) view_.count(WarpGroup::self().shard(), c_hits, std::uint64_t{32} * N);
+                return;
+            }
+        }
+#pragma unroll
+        for (unsigned k = 0; k < N; ++k) x[k] = get(i[k]);
+    }
+
 private:
     // get()'s misses: the threads of `mask` (all at this call) run the protocol for their own pages until
     // each has its element (`done`: had it already), and copy every page one of them fills together.

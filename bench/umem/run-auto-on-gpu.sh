@@ -34,6 +34,7 @@ fi
 if [ "$size" = hits ] || [ "$size" = all ]; then  # resident reads against GPU memory, kernels long enough to time
     step hits8g-zipf 200 $sb --no-uvm --only elements --elem-gib 8 --elem-n 64M --pools 100 --runs 1,4 --pages 128,4096
     step hits8g-uniform 200 $sb --no-uvm --only elements --alpha 0.01 --elem-gib 8 --elem-n 64M --pools 100 --runs 1 --pages 128,4096
+    step hits8g-get4 200 $sb --no-uvm --only elements --elem-gib 8 --elem-n 64M --pools 100 --runs 1 --pages 4096 --get4
     step hits8g-rows 120 $sb --no-uvm --only lookups --replay --table-gib 8 --batch 1M --batches 4 --pools 100 --pages 256,4096
 fi
 if [ "$size" = large ] || [ "$size" = all ]; then

@@ -168,6 +168,9 @@ struct Direct {
     }
     __device__ void release(std::uint64_t, Word*, bool) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
+    __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const {
+        for (int k = 0; k < 4; ++k) x[k] = load_cg(base + i[k]);
+    }
 };
 
 // Through umem's page table: warp_acquire of the page (saying which words the warp reads), or get().
@@ -182,6 +185,7 @@ struct Paged {
     }
     __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
+    __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const { a.get(i, x); }
 };
 
 inline Direct current(const Direct& d) { return d; }
@@ -243,7 +247,8 @@ __host__ __device__ inline std::uint64_t elem_at(const std::uint32_t* idx, std::
     return i < elems ? i : i - elems;
 }
 
-template <class Src>
+// Batched: single elements read four at a time (Array::get of an array of four), --get4.
+template <class Src, bool Batched = false>
 __global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads, Word* sums, unsigned run,
                                 std::uint64_t elems) {
     std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
@@ -254,7 +259,14 @@ __global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t
 #pragma unroll
         for (unsigned k = 0; k < kPerThread / 4; ++k) {
             uint4 v = q[k];
-            s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+            if constexpr (Batched) {
+                const std::uint64_t i[4] = {v.x, v.y, v.z, v.w};
+                Word y[4];
+                src.get4(i, y);
+                s += y[0] + y[1] + y[2] + y[3];
+            } else {
+                s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+            }
         }
     } else {
 #pragma unroll 4
@@ -365,6 +377,7 @@ struct Options {
     unsigned passes = 3;                  // elements: passes (2.. replay pass 1)
     bool read_through = false;            // also umem read-through (4 KiB pages)
     bool replay = false;                  // lookups: every batch replays batch 1 (later batches: hits only)
+    bool get4 = false;                    // elements: single elements read four at a time (Array::get of four)
     std::string only;                     // one workload, or all
     bool uvm = true;
     std::string detail_path;
@@ -520,11 +533,14 @@ private:
             ev_.time_ms([&] {
                 if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(current(p), dr.p, n, row_words_, sums.p);
                 elements_kernel<<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
+                if (opt_.get4)
+                    elements_kernel<Paged, true><<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
             });
         }
         ev_.time_ms([&] {
             if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(d, dr.p, n, row_words_, sums.p);
             elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
+            if (opt_.get4) elements_kernel<Direct, true><<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
         });
     }
 
@@ -739,7 +755,8 @@ private:
             }
             std::string info = log::concat(workload, " stream: pass 1 touches ", pages1, " of ", seen.size(),
                                            " pages (", num(100.0 * double(pages1) / double(seen.size())),
-                                           "%); made in ", num(seconds_since(t0), "%.1f"), " s");
+                                           "%); made in ", num(seconds_since(t0), "%.1f"), " s",
+                                           opt_.get4 && run == 1 ? "; read four at a time (--get4)" : "");
             std::printf("%s\n", info.c_str());
             detail_line("\n" + info);
         }
@@ -759,7 +776,13 @@ private:
             ck(cudaMemset(sums.p, 0, threads * 8), "memset");
             timed(
                 std::move(r), passes,
-                [&](unsigned) { elements_kernel<<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems); },
+                [&](unsigned) {
+                    if (opt_.get4)
+                        elements_kernel<decltype(src), true>
+                            <<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems);
+                    else
+                        elements_kernel<<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems);
+                },
                 check, after);
         };
         go(new_row(workload, "zero-copy", "-", useful), Direct{words()}, none);
@@ -927,8 +950,11 @@ void usage(FILE* f) {
         "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
         "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
         "         [--pages 128,256,512,1024,2048,4096] [--runs 1,4,8] [--passes 3] [--read-through] [--replay]\n"
+        "         [--get4]\n"
         "  umem runs with its default (automatic page size) and with each fixed page size of --pages;\n"
         "  --replay: every lookup batch replays batch 1 (later batches read resident rows: hits)\n"
+        "  --get4: elements (runs of 1) read four at a time, Array::get of four indices, zero-copy and device\n"
+        "          memory likewise\n"
         "  sizes in GiB may be decimals; counts take K, M, G (powers of 2); pools are percent of each array\n");
 }
 
@@ -965,6 +991,8 @@ Options parse(int argc, char** argv) {
             o.read_through = true;
         else if (a == "--replay")
             o.replay = true;
+        else if (a == "--get4")
+            o.get4 = true;
         else if (a == "--scatter-pool")
             o.scatter_pool = parse_double(a, value());
         else if (a == "--elem-gib")

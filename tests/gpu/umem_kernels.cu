@@ -52,13 +52,24 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
 
 // umem-sparse-bench's element kernel, its shape kept (16 reads a thread, summed, unrolled, indices loaded four
 // at a time; with run > 1, runs of adjacent elements), over a skewed stream: a warp's reads mix hits, misses
-// and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index).
+// and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index). run 0: single
+// elements read four at a time.
 __global__ void stream_kernel(Array<std::uint64_t> a, const std::uint32_t* idx, std::uint64_t threads, unsigned run,
                               std::uint64_t* sums) {
     const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
     if (t >= threads) return;
     std::uint64_t s = 0;
-    if (run == 1) {
+    if (run == 0) {  // four at a time: Array::get of four
+        const auto* q = reinterpret_cast<const uint4*>(idx + t * 16);
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) {
+            const uint4 v = q[k];
+            const std::uint64_t i[4] = {v.x, v.y, v.z, v.w};
+            std::uint64_t y[4];
+            a.get(i, y);
+            s += y[0] + y[1] + y[2] + y[3];
+        }
+    } else if (run == 1) {
         const auto* q = reinterpret_cast<const uint4*>(idx + t * 16);
 #pragma unroll
         for (unsigned k = 0; k < 4; ++k) {
@@ -355,7 +366,7 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     std::vector<std::uint64_t> want(threads, 0), got(threads);
     for (std::uint64_t t = 0; t < threads; ++t)
         for (std::uint64_t k = 0; k < 16; ++k) {
-            const std::uint64_t i = divergent ? idx[t * 16 + k] : idx[t * 16 + k - k % run] + k % run;
+            const std::uint64_t i = divergent || run == 0 ? idx[t * 16 + k] : idx[t * 16 + k - k % run] + k % run;
             if (!divergent || (i & 1)) want[t] += i;
         }
     std::uint32_t* didx = nullptr;

@@ -45,7 +45,8 @@ AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t wa
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
-// umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements)
+// umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements,
+// or with run 0 single elements four at a time through get of four)
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);
 // with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
 // whose sum was wrong, over all kernels.

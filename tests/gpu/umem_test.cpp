@@ -50,13 +50,16 @@ TEST_CASE("single threads in divergent code read through Array::get") {
     CHECK(run_lone_reads(16384, 4096, 262144, 64) == 0);
 }
 
-TEST_CASE("element reads of whole and partial warps through Array::get, hits and fills mixed in a warp") {
+TEST_CASE(
+    "element reads of whole and partial warps through Array::get, one and four at a time, hits and fills mixed in a "
+    "warp") {
     need_gpu();
     // 64 MiB, 4M reads: a full pool (hits take no pin, the threads that hit copy the others' pages) and a
     // quarter. A wrong shuffle's out-of-bounds read ends the run with a CUDA error.
     for (std::uint64_t frames : {16384, 4096}) {
         CHECK(run_element_stream(16384, frames, 262144, 1, false, 3) == 0);
         CHECK(run_element_stream(16384, frames, 262144, 4, false, 2) == 0);
+        CHECK(run_element_stream(16384, frames, 262144, 0, false, 3) == 0);  // Array::get of four
         CHECK(run_element_stream(16384, frames, 262144, 1, true, 2) == 0);
     }
 }
