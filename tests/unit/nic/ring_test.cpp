@@ -443,6 +443,15 @@ TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and neve
 
 namespace {
 // A BufferPool over plain memory: the ring logic of refill and reclaim_to_pools.
+// A small fixed-seed generator (xorshift64): the random tests run the same rounds every time.
+struct Rng {
+    std::uint64_t state;
+    std::uint32_t operator()() noexcept {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        return static_cast<std::uint32_t>(state >> 11);
+    }
+};
+
 struct PlainPool {
     explicit PlainPool(std::uint32_t n) : mem(std::size_t{n} * kBuf), pool(mem, kIova, kBuf, n) {}
     static constexpr std::uint64_t kIova = 0x40000000;
@@ -573,11 +582,7 @@ TEST_CASE("rx: harvest agrees with a one-at-a-time model over random write-backs
     std::uint32_t device = 0, model_clean = 0, model_tail = n - 1;
     bool model_chain = false;
     RxRingCounters expect;
-    std::uint64_t seed = 0x9e3779b97f4a7c15ull;
-    auto rnd = [&] {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        return static_cast<std::uint32_t>(seed >> 11);
-    };
+    Rng rnd{0x9e3779b97f4a7c15ull};
     std::uint64_t fast_path_frames = 0;
     for (int round = 0; round < 4000; ++round) {
         // The device writes some of the descriptors posted to it, mostly whole good frames.
@@ -679,11 +684,7 @@ TEST_CASE("tx: reclaim_to_pools returns every buffer to its own pool once over r
     std::uint32_t head = 0;
     TxRing ring(d.data(), n, &head, kBuf);
     PlainPool a(96), b(96);
-    std::uint64_t seed = 0x2545f4914f6cdd1dull;
-    auto rnd = [&] {
-        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        return static_cast<std::uint32_t>(seed >> 11);
-    };
+    Rng rnd{0x2545f4914f6cdd1dull};
     std::uint32_t device_head = 0;
     std::uint64_t pushed = 0;
     for (int round = 0; round < 3000; ++round) {
@@ -742,11 +743,7 @@ TEST_CASE("tx: push agrees with a one-at-a-time model over random batches") {
         const std::uint32_t type = (advanced ? e1000::txd::DTYP_DATA : e1000::txd::DTYP_E1000E_DATA) |
                                    e1000::txd::CMD_DEXT | e1000::txd::CMD_IFCS | e1000::txd::CMD_EOP |
                                    (advanced ? 0 : e1000::txd::CMD_RS);
-        std::uint64_t seed = 0xd1b54a32d192ed03ull;
-        auto rnd = [&] {
-            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-            return static_cast<std::uint32_t>(seed >> 11);
-        };
+        Rng rnd{0xd1b54a32d192ed03ull};
         std::uint32_t model_tail = 0;
         std::uint64_t frames = 0, bad_length = 0, bad_offload = 0;
         std::vector<Packet> slot(n);  // what each descriptor's slot should give back
