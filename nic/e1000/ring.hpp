@@ -206,6 +206,21 @@ namespace detail {
 inline std::uint32_t load_acquire(const std::uint32_t& word) noexcept {
     return __atomic_load_n(&word, __ATOMIC_ACQUIRE);
 }
+
+#if defined(__SSE2__)
+// Unsigned 32-bit compares for the four-at-a-time paths: SSE2 compares signed, so both sides have their
+// sign bit flipped. A limit is flipped once (`flipped`), each lane of `x` per compare (`above`).
+inline __m128i flipped(std::uint32_t limit) noexcept { return _mm_set1_epi32(static_cast<int>(limit ^ 0x80000000u)); }
+inline __m128i above(__m128i x, __m128i flipped_limit) noexcept {  // lanes of x > limit, unsigned: all ones
+    return _mm_cmpgt_epi32(_mm_xor_si128(x, _mm_set1_epi32(INT32_MIN)), flipped_limit);
+}
+// The four 32-bit lanes added up; each holds at most a ring's worth of 16-bit lengths (32768 x 65535 < 2^32).
+inline std::uint32_t lane_sum(__m128i v) noexcept {
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1));
+    return static_cast<std::uint32_t>(_mm_cvtsi128_si32(v));
+}
+#endif
 }  // namespace detail
 
 // The hot loops below walk descriptors and slots by pointer over runs that do not wrap around the
@@ -257,9 +272,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
     if (end - d < 4) return d;  // a short run: no set-up for nothing
     const __m128i checked = _mm_set1_epi32(static_cast<int>(e1000::rxd::DD | e1000::rxd::EOP | e1000::rxd::ERR_RXE));
     const __m128i whole = _mm_set1_epi32(static_cast<int>(kWhole));
-    // len - 14 > buffer_size - 14 compared unsigned: SSE2 compares signed, so both sides flip the sign bit.
-    const __m128i sign = _mm_set1_epi32(INT32_MIN);
-    const __m128i longest = _mm_set1_epi32(static_cast<int>((buffer_size_ - ETH_HEADER_LEN) ^ 0x80000000u));
+    const __m128i longest = detail::flipped(buffer_size_ - ETH_HEADER_LEN);  // len - 14 above it: too long
     const __m128i eth = _mm_set1_epi32(static_cast<int>(ETH_HEADER_LEN));
     const __m128i low16 = _mm_set1_epi32(0xffff);
     const __m128i rx_mask = _mm_set1_epi32(static_cast<int>(pkt::RX_MASK));
@@ -276,7 +289,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         const __m128i len_vlan = _mm_unpackhi_epi64(s01, s23);  // length | vlan << 16, 0..3
         const __m128i len = _mm_and_si128(len_vlan, low16);
         const __m128i ok = _mm_cmpeq_epi32(_mm_and_si128(status, checked), whole);
-        const __m128i too_long = _mm_cmpgt_epi32(_mm_xor_si128(_mm_sub_epi32(len, eth), sign), longest);
+        const __m128i too_long = detail::above(_mm_sub_epi32(len, eth), longest);
         sum = _mm_add_epi32(sum, len);  // here, taken back on a break: the sum then stays in one register
         if (_mm_movemask_epi8(_mm_andnot_si128(too_long, ok)) != 0xffff) [[unlikely]] {
             sum = _mm_sub_epi32(sum, len);
@@ -304,10 +317,7 @@ inline std::uint32_t RxRing::refill(dma::BufferPool& pool) noexcept {
         emit(2, static_cast<std::uint32_t>(_mm_extract_epi16(len, 4)), fv23, false);
         emit(3, static_cast<std::uint32_t>(_mm_extract_epi16(len, 6)), fv23, true);
     }
-    // Four 32-bit sums, each of at most a ring's worth of 16-bit lengths (32768 x 65535 < 2^32).
-    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
-    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
-    bytes += static_cast<std::uint32_t>(_mm_cvtsi128_si32(sum));
+    bytes += detail::lane_sum(sum);
 #else
     (void)end, (void)slot, (void)to_out, (void)bytes;
 #endif
@@ -460,9 +470,7 @@ template <bool Advanced>
 #if defined(__SSE2__)
     if (end - d < 4) return d;  // a short run: no set-up for nothing
     const __m128i one = _mm_set1_epi32(1);
-    // len - 1 > max_frame - 1 compared unsigned (len 0 wraps): SSE2 compares signed, so both sides flip the sign bit.
-    const __m128i sign = _mm_set1_epi32(INT32_MIN);
-    const __m128i longest = _mm_set1_epi32(static_cast<int>((max_frame_ - 1) ^ 0x80000000u));
+    const __m128i longest = detail::flipped(max_frame_ - 1);  // len - 1 above it (len 0 wraps): refused
     const __m128i types = _mm_set1_epi32(static_cast<int>(type));
     __m128i sum = _mm_setzero_si128();
     const Packet* q = p;
@@ -473,7 +481,7 @@ template <bool Advanced>
         const __m128i b2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&q[2].len));
         const __m128i b3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&q[3].len));
         const __m128i len = _mm_unpacklo_epi64(_mm_unpacklo_epi32(b0, b1), _mm_unpacklo_epi32(b2, b3));
-        const __m128i bad_len = _mm_cmpgt_epi32(_mm_xor_si128(_mm_sub_epi32(len, one), sign), longest);
+        const __m128i bad_len = detail::above(_mm_sub_epi32(len, one), longest);
         const std::uint32_t offloads = (q[0].flags | q[1].flags | q[2].flags | q[3].flags) & pkt::TX_MASK;
         sum = _mm_add_epi32(sum, len);  // here, taken back on a break: the sum then stays in one register
         if (_mm_movemask_epi8(bad_len) != 0 || offloads != 0) [[unlikely]] {
@@ -497,10 +505,7 @@ template <bool Advanced>
         write(3, b3, upper23, 1);
     }
     p = q;
-    // Four 32-bit sums, each of at most a ring's worth of 16-bit lengths (32768 x 65535 < 2^32).
-    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
-    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
-    bytes += static_cast<std::uint32_t>(_mm_cvtsi128_si32(sum));
+    bytes += detail::lane_sum(sum);
 #else
     (void)p, (void)end, (void)type, (void)to_slots, (void)bytes;
 #endif
@@ -534,9 +539,7 @@ inline std::uint32_t TxRing::finished() noexcept {
     if (end - s < 4) return s;  // a short run: no set-up for nothing
     static_assert(offsetof(Slot, buf) == 4 && offsetof(Slot, pool) == 8 && sizeof(Slot) == 16);
     const __m128i pool = _mm_set1_epi64x(static_cast<long long>(reinterpret_cast<std::uintptr_t>(&back.pool())));
-    // index < count compared unsigned: SSE2 compares signed, so both sides flip the sign bit.
-    const __m128i sign = _mm_set1_epi32(INT32_MIN);
-    const __m128i count = _mm_set1_epi32(static_cast<int>(back.pool().count() ^ 0x80000000u));
+    const __m128i last = detail::flipped(back.pool().count() - 1);  // an index above it is not the pool's
     for (std::size_t groups = (end - s) / 4; groups != 0; --groups, s += 4) {
         const __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
         const __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 1));
@@ -545,8 +548,8 @@ inline std::uint32_t TxRing::finished() noexcept {
         const __m128i same = _mm_and_si128(_mm_cmpeq_epi32(_mm_unpackhi_epi64(a0, a1), pool),
                                            _mm_cmpeq_epi32(_mm_unpackhi_epi64(a2, a3), pool));
         const __m128i bufs = _mm_unpackhi_epi64(_mm_unpacklo_epi32(a0, a1), _mm_unpacklo_epi32(a2, a3));
-        const __m128i known = _mm_cmpgt_epi32(count, _mm_xor_si128(bufs, sign));
-        if (_mm_movemask_epi8(_mm_and_si128(same, known)) != 0xffff) break;
+        const __m128i foreign = detail::above(bufs, last);
+        if (_mm_movemask_epi8(_mm_andnot_si128(foreign, same)) != 0xffff) break;
         _mm_storeu_si128(reinterpret_cast<__m128i*>(back.take_room(4)), bufs);
     }
 #else

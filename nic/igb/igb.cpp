@@ -217,7 +217,7 @@ void Igb::setup_rx(const Config& c, std::span<dma::BufferPool* const> pools) {
         rx_.push_back(RxQueue{RxRing(descs, o.rx_ring, kib * 1024),
                               pool,
                               std::min<std::uint32_t>(kRefillBatch, o.rx_ring / 4),
-                              {bar0_.reg32(igb::RDT(q))},
+                              {},
                               0,
                               descs});
         bar0_.write32(igb::RDBAL(q), static_cast<std::uint32_t>(iova));
@@ -268,9 +268,7 @@ void Igb::setup_rx(const Config& c, std::span<dma::BufferPool* const> pools) {
         bar0_.write32(igb::RLPML, o.max_frame + 4);  // the limit counts the CRC
     }
     bar0_.write32(igb::RCTL, rctl);
-    for (auto& q : rx_) {
-        q.doorbell.start(q.doorbell.reg, q.ring.tail());
-    }
+    for (std::uint16_t q = 0; q < o.rx_queues; ++q) rx_[q].doorbell.start(bar0_.reg32(igb::RDT(q)), rx_[q].ring.tail());
 }
 
 // 4.5.10 (transmit initialization), with head write-back (8.12) so completions cost one word to read.
@@ -286,12 +284,12 @@ void Igb::setup_tx(const Config& c) {
         auto* head = reinterpret_cast<std::uint32_t*>(wb + q * kHeadWbStride);
         std::uint64_t iova = ring_mapping_.iova_of(descs);
         std::uint64_t head_iova = ring_mapping_.iova_of(head);
-        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, o.max_frame), head, {bar0_.reg32(igb::TDT(q))}, descs});
+        tx_.push_back(TxQueue{TxRing(descs, o.tx_ring, head, o.max_frame), head, {}, descs});
         bar0_.write32(igb::TDBAL(q), static_cast<std::uint32_t>(iova));
         bar0_.write32(igb::TDBAH(q), static_cast<std::uint32_t>(iova >> 32));
         bar0_.write32(igb::TDLEN(q), o.tx_ring * sizeof(igb::AdvTxDesc));
         bar0_.write32(igb::TDH(q), 0);
-        bar0_.write32(igb::TDT(q), 0);
+        tx_.back().doorbell.start(bar0_.reg32(igb::TDT(q)), 0);
         bar0_.write32(igb::TDWBAL(q), static_cast<std::uint32_t>(head_iova) | igb::TDWBAL_HEAD_WB_EN);
         bar0_.write32(igb::TDWBAH(q), static_cast<std::uint32_t>(head_iova >> 32));
         bar0_.write32(igb::TXDCTL(q),
