@@ -464,7 +464,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             return {Step::hit, e.frame(), no_page, 0};
         }
     }
-    Pte e{atom::fetch_add(slot, Pte::pin_one)};
+    Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     switch (e.state()) {
         case PageState::resident: {
             v.count(shard, c_hits);
@@ -478,7 +478,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             std::uint64_t set = (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
                                 (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0) |
                                 (e.hits() < v.paid_hits() ? e.next_hit() : 0);
-            if (set != 0) atom::fetch_or(slot, set);
+            if (set != 0) atom::fetch_or(slot, set, atom::relaxed);  // an evictor's CAS sees them in the word
             return {Step::hit, e.frame(), no_page, 0};
         }
         case PageState::host: {
@@ -637,7 +637,7 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
 // Drops what an access holds (`data` and `write` as acquire() had them; held()).
 UMEM_HD inline void end_access(const PagerView& v, std::uint64_t page, const std::byte* data, bool write) {
     std::uint64_t h = held(v, page, data, write);
-    if (h != 0) atom::fetch_sub(&v.pte[page], h);
+    if (h != 0) atom::fetch_sub(&v.pte[page], h, atom::release);  // the access's reads and writes before it
 }
 
 // Ends a group's access: every lane's reads and writes of the data happen before what it holds is
