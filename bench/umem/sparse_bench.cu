@@ -211,14 +211,15 @@ __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n,
     }
 }
 
-// The warp kernels are capped at 64 registers (__launch_bounds__(256, 4)), as umem/README.md advises
-// for kernels that read through warp_acquire: the protocol inlined takes 134, a quarter of the warps
-// an SM could run, and hits are latency-bound (H200: 1M resident 256-byte rows 1.43 ms uncapped, 0.75
-// ms capped at 64, 0.81 at 40, 0.79 at 32; GPU memory 0.15 ms). The element kernel is not capped:
-// 16 get() calls inlined spill 13 KB at 64 registers.
+// The warp kernels are capped at 128 registers (__launch_bounds__(256, 2)), as umem/README.md advises
+// for kernels that read through warp_acquire: the protocol inlined takes 136 uncapped, so one block of
+// 256 threads an SM, and hits are latency-bound. H100, 1M resident 256-byte rows of 8 GiB: 0.68 ms at
+// 128 registers (no spills, two blocks), 0.86-0.87 at 64 (272-byte stack), GPU memory 0.15; H200: 1.43 ms
+// uncapped, 0.75 at 64, 0.81 at 40, 0.79 at 32. The element kernel is not capped: 16 get() calls inlined
+// spill 13 KB at 64 registers.
 // One warp per lookup: the row's words summed, sums[j] for lookup j.
 template <class Src>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 2)
     lookup_kernel(Src src, const std::uint32_t* rows, std::uint64_t n, std::uint32_t row_words, Word* sums) {
     for (std::uint64_t j = warp_id(); j < n; j += warp_count()) {
         Word s = 0;
@@ -230,7 +231,7 @@ __global__ void __launch_bounds__(256, 4)
 
 // One warp per lookup: delta(j0 + j) atomically added to every word of the row.
 template <class Src>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 2)
     scatter_kernel(Src src, const std::uint32_t* rows, std::uint64_t n, std::uint64_t j0, std::uint32_t row_words) {
     for (std::uint64_t j = warp_id(); j < n; j += warp_count()) {
         const Word d = delta(j0 + j);

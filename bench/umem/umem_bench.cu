@@ -106,12 +106,14 @@ __device__ inline std::uint64_t lane_page_sum(const Src& src, std::uint64_t bloc
     return s;
 }
 
-// Gather and BFS kernels capped at 64 registers, as umem/README.md advises for kernels reading through
+// Gather and BFS kernels capped at 128 registers, as umem/README.md advises for kernels reading through
 // warp_acquire (the protocol inlined takes 168-228 here, against 32-36 reading GPU memory). H200, 8 GiB,
-// same call: gather reuse at a 25% pool 1087 -> 1830 GB/s, BFS pass 2 28.0 -> 37.8 GB/s (100%) and
-// 8.0 -> 10.6 (25%); the scan is not capped: its reuse pass fell 3003 -> 2362 GB/s (928 bytes spilled).
+// same call, capped at 64 against uncapped: gather reuse at a 25% pool 1087 -> 1830 GB/s, BFS pass 2
+// 28.0 -> 37.8 GB/s (100%) and 8.0 -> 10.6 (25%). H100, 2 GiB, 128 against 64: gather reuse 1709 -> 2024
+// (100%) and 1744 -> 1903 GB/s (25%), BFS pass 2 26.0 -> 25.5 (100%) and 10.1 -> 10.3 (25%). The scan is
+// not capped: its reuse pass fell 3003 -> 2362 GB/s at 64 (928 bytes spilled).
 template <class Src>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 2)
     gather_kernel(Src src, const std::uint32_t* idx, std::uint64_t n, std::uint64_t* sums) {
     for (std::uint64_t g = warp_id(); g < n; g += warp_count()) {
         std::uint64_t s = warp_sum(lane_page_sum(src, idx[g]));
@@ -141,7 +143,7 @@ __device__ inline std::uint64_t row_at(const Src& row, std::uint64_t v) {
 }
 
 template <class Src>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 2)
     bfs_kernel(Src row, Src col, const std::uint32_t* frontier, std::uint32_t fsize, std::uint32_t* next,
                std::uint32_t* next_size, std::int32_t* level, std::int32_t depth) {
     unsigned lane = threadIdx.x & 31;
