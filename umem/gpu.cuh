@@ -26,6 +26,7 @@ struct WarpGroup {
     __device__ std::uint32_t broadcast(std::uint32_t x) const { return __shfl_sync(0xffffffffu, x, 0); }
     __device__ unsigned shard() const { return shard_; }
     __device__ unsigned size() const { return 32; }
+    static constexpr unsigned loads_in_flight = 8;  // a lane's 16-byte loads per round of a fill
 };
 
 // The threads of a warp that reach a point together (divergent code: an __activemask()), as a
@@ -42,6 +43,12 @@ struct MaskGroup {
     __device__ void sync() const { __syncwarp(mask); }
     __device__ unsigned size() const { return size_; }
     __device__ unsigned shard() const { return WarpGroup::self().shard(); }
+    // Half of a warp's: get()'s fills are inlined at every call of a kernel, and eight loads in flight at
+    // each held umem-sparse-bench's 16-get() kernel at 255 registers with spills, 213 and none with four
+    // (H100: resident get() 2.42 against 2.56-2.57 ms, 8 GiB first kernels 169.2 against 169.6-169.8;
+    // bench/results/umem-h100-2026-11-26.md). warp_acquire's fills keep eight: with four, gather reuse
+    // fell 5-7%.
+    static constexpr unsigned loads_in_flight = 4;
 };
 
 // Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
@@ -82,10 +89,11 @@ struct DeviceMover {
     }
 
 private:
-    // 16-byte loads, eight in flight per lane before the stores: a 4 KiB page is one round.
+    // 16-byte loads, G::loads_in_flight per lane before the stores: a 4 KiB page is one round for a warp
+    // of eight.
     template <class G>
     __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) {
-        constexpr unsigned batch = 8;
+        constexpr unsigned batch = G::loads_in_flight;
         const std::uint32_t stride = g.size() * 16;
         for (std::uint32_t base = g.lane * 16; base < n; base += stride * batch) {
             uint4 x[batch];
