@@ -211,12 +211,13 @@ __device__ inline void for_row(const Src& src, std::uint64_t w, std::uint32_t n,
     }
 }
 
-// The warp kernels are capped at 128 registers (__launch_bounds__(256, 2)), as umem/README.md advises
-// for kernels that read through warp_acquire: the protocol inlined takes 136 uncapped, so one block of
-// 256 threads an SM, and hits are latency-bound. H100, 1M resident 256-byte rows of 8 GiB: 0.68 ms at
-// 128 registers (no spills, two blocks), 0.86-0.87 at 64 (272-byte stack), GPU memory 0.15; H200: 1.43 ms
-// uncapped, 0.75 at 64, 0.81 at 40, 0.79 at 32. The element kernel is not capped: 16 get() calls inlined
-// spill 13 KB at 64 registers.
+// Every kernel is capped at 128 registers (__launch_bounds__(256, 2)), as umem/README.md advises for
+// kernels that read through umem: the protocol inlined takes 136 (warp kernels) to 213 (16 get() calls)
+// uncapped, so one block of 256 threads an SM, and hits are latency-bound. H100, 1M resident 256-byte rows
+// of 8 GiB: 0.68 ms at 128 registers (no spills, two blocks), 0.86-0.87 at 64, GPU memory 0.15 (H200: 1.43
+// ms uncapped, 0.75 at 64, 0.81 at 40, 0.79 at 32); 64M resident u64 of 8 GiB through get(): 2.03 ms at 128
+// (960 bytes spilled), 2.42 uncapped, GPU memory 1.36-1.38, but first kernels at 128-256 B pages 5-20%
+// slower (bench/results/umem-h100-2026-11-26.md).
 // One warp per lookup: the row's words summed, sums[j] for lookup j.
 template <class Src>
 __global__ void __launch_bounds__(256, 2)
@@ -250,8 +251,8 @@ __host__ __device__ inline std::uint64_t elem_at(const std::uint32_t* idx, std::
 
 // Batched: single elements read four at a time (Array::get of an array of four), --get4.
 template <class Src, bool Batched = false>
-__global__ void elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads, Word* sums, unsigned run,
-                                std::uint64_t elems) {
+__global__ void __launch_bounds__(256, 2) elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads,
+                                                          Word* sums, unsigned run, std::uint64_t elems) {
     std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
     if (t >= threads) return;
     Word s = 0;
