@@ -89,8 +89,8 @@ struct DeviceMover {
     }
 
 private:
-    // 16-byte loads, G::loads_in_flight per lane before the stores: a 4 KiB page is one round for a warp
-    // of eight.
+    // 16-byte loads, G::loads_in_flight per lane before the stores: with eight, a warp copies a 4 KiB
+    // page in one round.
     template <class G>
     __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) {
         constexpr unsigned batch = G::loads_in_flight;
