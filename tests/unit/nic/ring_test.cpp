@@ -442,7 +442,6 @@ TEST_CASE("tx: offloads the ring cannot honour are refused and counted, and neve
 }
 
 namespace {
-// A BufferPool over plain memory: the ring logic of refill and reclaim_to_pools.
 // A small fixed-seed generator (xorshift64): the random tests run the same rounds every time.
 struct Rng {
     std::uint64_t state;
@@ -452,6 +451,7 @@ struct Rng {
     }
 };
 
+// A BufferPool over plain memory: the ring logic of refill and reclaim_to_pools.
 struct PlainPool {
     explicit PlainPool(std::uint32_t n) : mem(std::size_t{n} * kBuf), pool(mem, kIova, kBuf, n) {}
     static constexpr std::uint64_t kIova = 0x40000000;
