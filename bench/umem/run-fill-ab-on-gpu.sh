@@ -8,11 +8,7 @@
 set -uo pipefail
 top=${OUT:-/tmp/umem-out}
 . "$(dirname "$0")/gpu-machine-env.sh"
-for v in "${@:2}"; do
-    t0=$SECONDS
-    timeout 180 build-umem/$v/gpu-umem > "$top/tests-$v.txt" 2>&1
-    echo "tests $v: rc=$? in $((SECONDS - t0)) s; $(grep -E 'passed|failed' "$top/tests-$v.txt" | tail -1)"
-done
+test_builds "${@:2}"
 for r in $(seq "${ROUNDS:-2}"); do
     for v in "$@"; do
         build-umem/$v/umem-sparse-bench --no-uvm --only elements --elem-gib 1 --elem-n 4M --pools 100,25 \

@@ -7,11 +7,8 @@
 # usage: [ROUNDS=2] [TEST="v4"] bench/umem/run-hits-ab-on-gpu.sh v3 v4 [v5]   ($OUT: hits.tgz, machine.txt)
 set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
-for v in ${TEST:-}; do
-    t0=$SECONDS
-    timeout 180 build-umem/$v/gpu-umem > "$out/tests-$v.txt" 2>&1
-    echo "tests $v: rc=$? in $((SECONDS - t0)) s; $(grep -E 'passed|failed' "$out/tests-$v.txt" | tail -1)"
-done
+# shellcheck disable=SC2086
+test_builds ${TEST:-}
 rows='^\| (lookups|scatter|elements|runs[0-9]+) \| '
 for r in $(seq "${ROUNDS:-2}"); do
     for v in "$@"; do

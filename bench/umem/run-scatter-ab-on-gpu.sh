@@ -7,11 +7,7 @@
 set -uo pipefail
 top=${OUT:-/tmp/umem-out}
 . "$(dirname "$0")/gpu-machine-env.sh"
-for v in $(printf '%s\n' "${@:2}" | cut -d: -f1 | sort -u); do
-    t0=$SECONDS
-    timeout 180 build-umem/$v/gpu-umem > "$top/tests-$v.txt" 2>&1
-    echo "tests $v: rc=$? in $((SECONDS - t0)) s; $(grep -E 'passed|failed' "$top/tests-$v.txt" | tail -1)"
-done
+test_builds $(printf '%s\n' "${@:2}" | cut -d: -f1 | sort -u)
 for r in $(seq "${ROUNDS:-3}"); do
     for size in 1 4; do
         batch=$([ $size = 1 ] && echo 64K || echo 256K)
