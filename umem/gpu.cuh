@@ -145,7 +145,7 @@ public:
         WarpGroup g = WarpGroup::self();
         if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
         DeviceMover m = mover_;
-        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T));
+        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T), (first - page * per_page()) * sizeof(T));
         if (write && g.leader() && p != view_.host_page(page))
             note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
@@ -243,22 +243,23 @@ private:
         bool waited = false;
         while (__any_sync(mask, !done)) {
             Step s{Step::wait, 0, no_page, 0};
-            if (!done)
-                s = begin_access(view_, page, false, shard, sizeof(T), static_cast<std::uint32_t>(clock64() >> 2) ^ me);
+            if (!done) s = begin_access(view_, page, false, shard, sizeof(T), at * sizeof(T));
             if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
                 const std::byte* p = s.kind == Step::hit ? view_.frame_data(s.frame) : view_.host_page(page);
                 x = load_cg(reinterpret_cast<const T*>(p) + at);
                 end_access(view_, page, p, false);
                 done = true;
             }
-            for (unsigned fillers = __ballot_sync(mask, !done && s.kind == Step::fill); fillers != 0;
-                 fillers &= fillers - 1) {
+            // Fills and a partial page's blocks (Step::sector: looked up again in the next round).
+            for (unsigned fillers = __ballot_sync(mask, !done && (s.kind == Step::fill || s.kind == Step::sector));
+                 fillers != 0; fillers &= fillers - 1) {
                 const int f = __ffs(static_cast<int>(fillers)) - 1;
                 const bool mine = me == static_cast<unsigned>(f);
-                const Step fs{Step::fill, __shfl_sync(mask, s.frame, f), __shfl_sync(mask, s.victim, f),
-                              __shfl_sync(mask, s.victim_dirty, f)};
+                const Step fs{static_cast<Step::Kind>(__shfl_sync(mask, s.kind, f)), __shfl_sync(mask, s.frame, f),
+                              __shfl_sync(mask, s.victim, f), __shfl_sync(mask, s.victim_blocks, f),
+                              __shfl_sync(mask, s.blocks, f)};
                 const std::byte* frame = fill_frame(view_, __shfl_sync(mask, page, f), fs, false, true, mine, all, m);
-                if (mine) {
+                if (mine && fs.kind == Step::fill) {
                     x = load_cg(reinterpret_cast<const T*>(frame) + at);
                     end_access(view_, page, frame, false);
                     done = true;

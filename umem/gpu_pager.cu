@@ -40,8 +40,11 @@ __global__ void flush_kernel(PagerView v) {
         if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
         const std::byte* src = v.frame_data(e.frame());
         std::byte* dst = v.host_page(page);
-        for (std::uint32_t i = g.lane * 16; i < v.page_bytes(page); i += 512)
-            __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+        for_block_runs(data_blocks(v, page, e), v.block_shift(), v.page_bytes(page),
+                       [&](std::uint32_t off, std::uint32_t n) {
+                           for (std::uint32_t i = off + g.lane * 16; i < off + n; i += 512)
+                               __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+                       });
         __threadfence_system();
         g.sync();
         if (g.leader()) {
@@ -154,10 +157,14 @@ void GpuPager::layout(std::uint32_t shift) {
     view_.frames_n = static_cast<std::uint32_t>(frames);
     view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table", true);
     view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners", true);
-    view_.dirty_blocks = nullptr;  // marks only at the 4 KiB start: 0.1% of the array, for the first re-lay
+    // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
+    view_.dirty_blocks = nullptr;
+    view_.sectors = nullptr;
     if (auto_ && shift == auto_start_shift) {
         view_.dirty_blocks = device_alloc<std::uint32_t>(view_.pages, "dirty blocks", true);
         cuda_check(cudaMemsetAsync(view_.dirty_blocks, 0, view_.pages * 4, 0), "umem: cudaMemset", "dirty blocks");
+        view_.sectors = device_alloc<std::uint64_t>(view_.pages, "partial pages' blocks", true);
+        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 8, 0), "umem: cudaMemset", "partial pages' blocks");
     }
     cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
     if (relay) {  // the kernel also sets the control words (relay_ctl): no copy, the host does not wait
@@ -172,6 +179,7 @@ void GpuPager::layout(std::uint32_t shift) {
         cudaFreeAsync(old.pte, 0);
         cudaFreeAsync(old.frame_owner, 0);
         if (old.dirty_blocks != nullptr) cudaFreeAsync(old.dirty_blocks, 0);
+        if (old.sectors != nullptr) cudaFreeAsync(old.sectors, 0);
     }
 }
 
@@ -241,6 +249,7 @@ void GpuPager::release_all() noexcept {
     cudaFree(view_.pte);
     cudaFree(view_.frame_owner);
     cudaFree(view_.dirty_blocks);
+    cudaFree(view_.sectors);
     cudaFree(view_.ctl);
     cudaFree(view_.counters);
     cudaFree(view_.frames);

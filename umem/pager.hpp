@@ -62,6 +62,9 @@ inline constexpr unsigned counter_shards = 64;
 static_assert(c_count_ <= counter_stride);
 
 inline constexpr std::uint32_t no_page = 0xffffffffu;
+// A frame's owner after a change to smaller pages left it empty (a partial page's blocks nobody read):
+// the eviction hand hands it out as it finds it (claim_frame).
+inline constexpr std::uint32_t free_frame = 0xfffffffeu;
 
 // Control words, each group on its own 128-byte line.
 inline constexpr unsigned ctl_fresh = 0;     // next never-used frame
@@ -96,12 +99,17 @@ struct PagerView {
     // looks at the tally only when it proposes another page size than the one in use.
     std::uint32_t* profile_choice = nullptr;
     // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
-    // page or less) reads a host page in place until it was read there paid_hits() times (small_admit).
+    // page or less) fills only its own blocks (need_blocks).
     std::uint32_t profile_decided = 0;
     // [pages], automatic page size at its 4 KiB start only: one bit per 128-byte block written while
     // resident (note_write), so that smaller pages re-laid in place are dirty only where written
     // (relay_page); null otherwise.
     std::uint32_t* dirty_blocks = nullptr;
+    // [pages], at the same 4 KiB start only: which 1/32-page blocks a partial page (Pte::partial) has in
+    // its frame (bits 0-31) and which some access claimed to copy in (bits 32-63); null otherwise.
+    // Before the first choice a small access fills only its own blocks (fill_blocks), so the pool holds
+    // what was read, as pages of the size to come would, and a change to it keeps exactly that.
+    std::uint64_t* sectors = nullptr;
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
@@ -125,6 +133,14 @@ struct PagerView {
         return static_cast<std::uint32_t>(left < page_size() ? left : page_size());
     }
     UMEM_HD std::byte* host_page(std::uint64_t page) const { return host + (page << page_shift); }
+    // Blocks of 1/32 page: those of bytes [offset, offset + n) of a page (n >= 1), those the page has.
+    UMEM_HD std::uint32_t block_shift() const { return page_shift - 5; }
+    UMEM_HD std::uint32_t blocks_of(std::uint64_t offset, std::uint64_t n) const {
+        const std::uint64_t first = offset >> block_shift(), last = (offset + n - 1) >> block_shift();
+        if (first > 31) return 0;
+        return ((last >= 31 ? 0xffffffffu : (2u << last) - 1) >> first) << first;
+    }
+    UMEM_HD std::uint32_t page_blocks(std::uint64_t page) const { return blocks_of(0, page_bytes(page)); }
     UMEM_HD std::byte* frame_data(std::uint32_t frame) const {
         return frames + (static_cast<std::uint64_t>(frame) << page_shift);
     }
@@ -165,6 +181,29 @@ UMEM_HD inline std::uint32_t popcount32(std::uint32_t m) {
 #else
     return static_cast<std::uint32_t>(__builtin_popcount(m));
 #endif
+}
+
+// Trailing zeros of m != 0.
+UMEM_HD inline std::uint32_t ctz64(std::uint64_t m) {
+#if defined(__CUDA_ARCH__)
+    return static_cast<std::uint32_t>(__ffsll(static_cast<long long>(m)) - 1);
+#else
+    return static_cast<std::uint32_t>(__builtin_ctzll(m));
+#endif
+}
+
+// f(offset, bytes) for each run of adjacent blocks of `mask` (1 << shift bytes each), clipped to `bytes`
+// (a page's): a fill or write-back of a partial page copies only its blocks, a whole page in one run.
+template <class F>
+UMEM_HD inline void for_block_runs(std::uint32_t mask, std::uint32_t shift, std::uint32_t bytes, F&& f) {
+    std::uint64_t m = mask;
+    while (m != 0) {
+        const std::uint32_t first = ctz64(m), run = ctz64(~(m >> first));
+        const std::uint64_t off = std::uint64_t{first} << shift, len = std::uint64_t{run} << shift;
+        if (off >= bytes) return;
+        f(static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(len < bytes - off ? len : bytes - off));
+        m &= ~(((1ull << run) - 1) << first);
+    }
 }
 
 // The tally: footprint at pages of 128 << k bytes, in 128-byte blocks, summed over the sampled
@@ -260,10 +299,7 @@ inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_
 // in dirty_blocks where there are marks. One atomic, by the group's leader.
 UMEM_HD inline void note_write(const PagerView& v, std::uint64_t page, std::uint64_t offset, std::uint64_t n) {
     if (v.dirty_blocks == nullptr) return;
-    const std::uint32_t shift = v.page_shift - 5, first = static_cast<std::uint32_t>(offset >> shift),
-                        last = static_cast<std::uint32_t>((offset + n - 1) >> shift);
-    const std::uint32_t bits = ((last >= 31 ? 0xffffffffu : (2u << last) - 1) >> first) << first;
-    atom::fetch_or(&v.dirty_blocks[page], bits);
+    atom::fetch_or(&v.dirty_blocks[page], v.blocks_of(offset, n));
 }
 
 // Whether sub-page j (of 2^d) of a dirty page was written: its blocks marked, or no marks to say
@@ -279,17 +315,35 @@ UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_
 // (d the difference; the same bytes), so sub-page j of a resident page stays resident in frame
 // (f << d) + j, dirty when the page was. Its hits count as paid (no fill at this size: its eviction
 // must not look like thrashing), and it is not referenced (CLOCK takes first the sub-pages nobody reads
-// again). Writes new page q's PTE and, when resident, its frame's owner (owners start at no_page).
+// again). Of a partial page only the sub-pages with blocks in the frame stay (their other blocks copied
+// in here: a write may have made the frame's the only good copy); the others are host, their frames
+// free. Writes new page q's PTE and, when resident, its frame's owner (owners start at no_page).
 UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
     const std::uint32_t d = from.page_shift - to.page_shift;
     const Pte e{atom::peek(&from.pte[q >> d])};
     std::uint64_t w = 0;
     if (e.state() == PageState::resident) {
         const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
-        w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
-            (static_cast<std::uint64_t>(f) << Pte::frame_shift);
-        if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
-        to.frame_owner[f] = static_cast<std::uint32_t>(q);
+        std::uint32_t missing = 0, valid = 1;
+        if (e.is(Pte::partial)) {
+            const std::uint32_t per = 32u >> d, sub = (per == 32 ? 0xffffffffu : (1u << per) - 1) << (j * per);
+            valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
+            missing = sub & ~valid;
+        }
+        if (valid == 0) {
+            to.frame_owner[f] = free_frame;
+        } else {
+            for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d),
+                           [&](std::uint32_t off, std::uint32_t n) {
+                               auto* dst = reinterpret_cast<std::uint64_t*>(from.frame_data(e.frame()) + off);
+                               const auto* src = reinterpret_cast<const std::uint64_t*>(from.host_page(q >> d) + off);
+                               for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
+                           });
+            w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
+                (static_cast<std::uint64_t>(f) << Pte::frame_shift);
+            if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
+            to.frame_owner[f] = static_cast<std::uint32_t>(q);
+        }
     }
     to.pte[q] = w;
 }
@@ -317,11 +371,14 @@ UMEM_HD inline void relay_ctl(const PagerView& from, const PagerView& to) {
 
 // What the leader decided for one access.
 struct Step {
-    enum Kind : std::uint32_t { hit, host, fill, wait };
+    // sector: the page is resident but partial, without blocks this access needs; the group copies
+    // `blocks` in (claimed, pinned: fill_frame) and looks again.
+    enum Kind : std::uint32_t { hit, host, fill, wait, sector };
     Kind kind;
-    std::uint32_t frame;   // hit, fill: the frame
-    std::uint32_t victim;  // fill: page evicted from `frame`, or no_page
-    std::uint32_t victim_dirty;
+    std::uint32_t frame;          // hit, fill, sector: the frame
+    std::uint32_t victim;         // fill: page evicted from `frame`, or no_page
+    std::uint32_t victim_blocks;  // fill: the victim's blocks to write back first (dirty), 0 = none
+    std::uint32_t blocks;         // fill, sector: the blocks to copy in (page_blocks: the whole page)
 };
 
 // Adaptive admission's measurement: how many evicted pages were hit too few times since their fill
@@ -348,21 +405,16 @@ UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
     return (h >> 58) == 0;
 }
 
-// Before the automatic page size has seen anything, pages are 4 KiB: a fill for a warp's small read
-// (a row) moves a whole page for a few bytes, which pays only once the page is read often enough. So
-// such a read reads in place and counts itself in the host page's hit bits (cleared when it
-// migrates); the one that finds paid_hits() - 1 counted migrates it. False: read in place.
-// Not held back: writes (a write in place is a read-modify-write over PCIe) and a lone thread's
-// element (under 32 bytes, get()), whose best first move depends on how many threads miss together
-// and how dense the reads are (H200: holding them back until about 40 reads, `noise` & 7 counting,
-// made a first pass of uniform reads over 8 GiB 2.6x slower than filling at once, 1512 against 573 ms).
-UMEM_HD inline bool small_admit(const PagerView& v, std::uint64_t* slot, Pte e, bool write, std::uint64_t bytes,
-                                std::uint32_t noise) {
-    (void)noise;
-    if (v.profile == nullptr || v.profile_decided != 0 || write || bytes < 32 || bytes * 4 > v.page_size()) return true;
-    if (e.hits() + 1 >= v.paid_hits()) return true;
-    atom::fetch_or(slot, e.next_hit());
-    return false;
+// The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
+// start), before the first choice, only those of a small access (a quarter of the page or less), so that
+// a row's fill moves the row, not 4 KiB. A lone thread's element (under 32 bytes, get()) takes the whole
+// page while the pool holds the array: there 4 KiB fills run at the link's rate and the array's
+// elements are read densely enough (H200: 0.98x the best fixed size over 4 GiB). Else the whole page.
+UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
+                                         std::uint64_t bytes) {
+    if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4 || (bytes < 32 && v.never_evicts()))
+        return v.page_blocks(page);
+    return v.blocks_of(offset, bytes) & v.page_blocks(page);
 }
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
@@ -384,14 +436,19 @@ UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
 struct Claim {
     std::uint32_t frame;  // max_frames = none
     std::uint32_t victim;
-    bool victim_dirty;
+    std::uint32_t victim_blocks;  // the victim's blocks to write back (dirty), 0 = none
 };
+
+// The blocks of a dirty resident page that hold data: a partial page's own, else the whole page.
+UMEM_HD inline std::uint32_t data_blocks(const PagerView& v, std::uint64_t page, Pte e) {
+    return e.is(Pte::partial) ? static_cast<std::uint32_t>(atom::peek(&v.sectors[page])) : v.page_blocks(page);
+}
 
 UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
     std::uint64_t* fresh = &v.ctl[ctl_fresh];
     if (atom::peek(fresh) < v.frames_n) {
         std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
-        if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, false};
+        if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, 0};
     }
     // The owner and PTE are read relaxed (on a GPU an acquire load costs more, and a sweep makes
     // many): the CAS below checks what they said.
@@ -402,6 +459,13 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
         if (v.eviction == Eviction::random) tick = (tick * 0x9e3779b97f4a7c15ull) >> 17;
         std::uint32_t f = static_cast<std::uint32_t>(tick % v.frames_n);
         std::uint32_t page = atom::peek(&v.frame_owner[f]);
+        if (page == free_frame) {  // left empty by a change to smaller pages: ours if nobody took it first
+            if (atom::cas(&v.frame_owner[f], page, no_page)) {
+                v.count(shard, c_hand_steps, i + 1);
+                return {f, no_page, 0};
+            }
+            continue;
+        }
         if (page == no_page) continue;
         std::uint64_t* slot = &v.pte[page];
         Pte e{atom::peek(slot)};
@@ -417,12 +481,12 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
             v.count(shard, c_evictions);
             v.count(shard, c_hand_steps, i + 1);
             note_eviction(v, e);
-            return {f, page, e.is(Pte::dirty)};
+            return {f, page, e.is(Pte::dirty) ? data_blocks(v, page, e) : 0u};
         }
     }
     v.count(shard, c_hand_steps, steps);
     v.count(shard, c_exhausted);
-    return {Pte::max_frames, no_page, false};
+    return {Pte::max_frames, no_page, 0};
 }
 
 // A writer in place counts itself in the writers field while the page is in host memory, which
@@ -449,29 +513,49 @@ UMEM_HD inline bool begin_migration(std::uint64_t* slot, Pte e) {
     return false;
 }
 
+// Whether a page-table word is resident with the whole page in its frame.
+UMEM_HD inline bool whole_resident(Pte e) {
+    return (e.word & (Pte::state_mask | Pte::partial)) == static_cast<std::uint64_t>(PageState::resident);
+}
+
 // Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
-// `bytes`: how much of the page the access reads, `noise`: bits that vary between calls (small
-// accesses: small_admit).
+// The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks).
 UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
-                                 std::uint64_t bytes = ~0ull, std::uint32_t noise = 0) {
+                                 std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
     if (v.never_evicts()) {           // a resident page stays where it is: no pin, no eviction bits
         Pte e{atom::load_dep(slot)};  // see find_resident
-        if (e.state() == PageState::resident) {
+        if (whole_resident(e)) {
             v.count(shard, c_hits);
             if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-            return {Step::hit, e.frame(), no_page, 0};
+            return {Step::hit, e.frame(), no_page, 0, 0};
         }
     }
     Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     switch (e.state()) {
         case PageState::resident: {
+            if (e.is(Pte::partial)) {  // the blocks it needs: in the frame, to be claimed, or claimed by another
+                const std::uint64_t w = atom::load(&v.sectors[page]);
+                const std::uint32_t missing = need_blocks(v, page, offset, bytes) & ~static_cast<std::uint32_t>(w);
+                if (missing != 0) {
+                    std::uint32_t mine = missing & ~static_cast<std::uint32_t>(w >> 32);
+                    if (mine != 0)
+                        mine &= ~static_cast<std::uint32_t>(
+                            atom::fetch_or(&v.sectors[page], std::uint64_t{mine} << 32) >> 32);
+                    if (mine != 0) {
+                        v.count(shard, c_faults);
+                        return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
+                    }
+                    atom::fetch_sub(slot, Pte::pin_one);
+                    return {Step::wait, 0, no_page, 0, 0};
+                }
+            }
             v.count(shard, c_hits);
             if (v.never_evicts()) {  // became resident just now: unpinned as above
                 atom::fetch_sub(slot, Pte::pin_one);
                 if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-                return {Step::hit, e.frame(), no_page, 0};
+                return {Step::hit, e.frame(), no_page, 0, 0};
             }
             // At most one more atomic (a fetch_or, which needs no answer), and only until the bits
             // are set and the hits counted pay for the fill.
@@ -479,15 +563,16 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
                                 (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0) |
                                 (e.hits() < v.paid_hits() ? e.next_hit() : 0);
             if (set != 0) atom::fetch_or(slot, set, atom::relaxed);  // an evictor's CAS sees them in the word
-            return {Step::hit, e.frame(), no_page, 0};
+            return {Step::hit, e.frame(), no_page, 0, 0};
         }
         case PageState::host: {
             v.count(shard, c_faults);
             e.word += Pte::pin_one;  // the word as our pin left it
-            if (admit(v, page, e) && small_admit(v, slot, e, write, bytes, noise)) {
+            if (admit(v, page, e)) {
                 if (begin_migration(slot, e)) {
                     Claim c = claim_frame(v, shard);
-                    if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
+                    if (c.frame != Pte::max_frames)
+                        return {Step::fill, c.frame, c.victim, c.victim_blocks, need_blocks(v, page, offset, bytes)};
                     // No frame: back to host (migrating 1 -> host 0) with our pin again; read in place.
                     atom::fetch_add(slot, Pte::pin_one - 1);
                 }
@@ -497,14 +582,14 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             if (write) {  // in place: counted as a writer instead of a reader
                 bool in_place = begin_write_in_place(slot);
                 atom::fetch_sub(slot, Pte::pin_one);
-                if (!in_place) return {Step::wait, 0, no_page, 0};
+                if (!in_place) return {Step::wait, 0, no_page, 0, 0};
             }
             v.count(shard, c_read_through);
-            return {Step::host, 0, no_page, 0};
+            return {Step::host, 0, no_page, 0, 0};
         }
         default:  // migrating or evicting: someone else is moving it; drop the pin and wait
             atom::fetch_sub(slot, Pte::pin_one);
-            return {Step::wait, 0, no_page, 0};
+            return {Step::wait, 0, no_page, 0, 0};
     }
 }
 
@@ -515,22 +600,35 @@ UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bo
         v.count(shard, c_bytes_out, v.page_bytes(victim));
     }
     if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[victim], 0u);  // its next residency starts clean
+    if (v.sectors != nullptr) atom::store(&v.sectors[victim], std::uint64_t{0});
     // Keep the pins of accessors that are about to see `evicting` and back off, and `touched`.
     atom::fetch_and(&v.pte[victim], Pte::pin_mask | Pte::touched);
 }
 
-// Filler, after the frame holds the page: publish it resident. `demand`: an access asked for it
-// (pinned for the caller unless nothing is ever evicted); else a prefetch.
+// Filler, after the frame holds the page's `blocks` (page_blocks: all): publish it resident, partial
+// when not all. `demand`: an access asked for it (pinned for the caller unless nothing is ever
+// evicted); else a prefetch.
 UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool demand,
-                                unsigned shard) {
-    const bool pin = demand && !v.never_evicts();
+                                std::uint32_t blocks, unsigned shard) {
+    const bool pin = demand && !v.never_evicts(), partial = blocks != v.page_blocks(page);
     atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
+    if (partial) atom::store(&v.sectors[page], blocks | (std::uint64_t{blocks} << 32));  // before the PTE says so
     // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.
     std::uint64_t delta = 1 + (static_cast<std::uint64_t>(frame) << Pte::frame_shift) + (pin ? Pte::pin_one : 0) +
-                          (write ? Pte::dirty : 0);
+                          (write ? Pte::dirty : 0) + (partial ? Pte::partial : 0);
     atom::fetch_add(&v.pte[page], delta);
     v.count(shard, demand ? c_fills : c_prefetches);
-    v.count(shard, c_bytes_in, v.page_bytes(page));
+    v.count(shard, c_bytes_in, partial ? popcount32(blocks) << v.block_shift() : v.page_bytes(page));
+}
+
+// Filler of a partial page's blocks (Step::sector), after they are in the frame: marks them there, makes
+// the page whole when it is, and drops the pin begin_access took.
+UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::uint32_t blocks, unsigned shard) {
+    const std::uint64_t w = atom::fetch_or(&v.sectors[page], std::uint64_t{blocks}) | blocks;
+    if ((~static_cast<std::uint32_t>(w) & v.page_blocks(page)) == 0) atom::fetch_and(&v.pte[page], ~Pte::partial);
+    v.count(shard, c_fills);
+    v.count(shard, c_bytes_in, popcount32(blocks) << v.block_shift());
+    atom::fetch_sub(&v.pte[page], Pte::pin_one, atom::release);
 }
 
 // What an access holds until release(): `data` is what acquire() returned. In host memory a
@@ -548,7 +646,7 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page) {
     if (!v.never_evicts()) return nullptr;
     Pte e{atom::load_dep(&v.pte[page])};
-    return e.state() == PageState::resident ? v.frame_data(e.frame()) : nullptr;
+    return whole_resident(e) ? v.frame_data(e.frame()) : nullptr;
 }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
@@ -562,32 +660,42 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
     std::uint64_t* slot = &v.pte[page];
     std::uint64_t expected = atom::load(slot);
     Pte e{expected};
-    if (e.state() != PageState::host || e.pins() != 0 || e.writers() != 0) return {Step::wait, 0, no_page, 0};
+    if (e.state() != PageState::host || e.pins() != 0 || e.writers() != 0) return {Step::wait, 0, no_page, 0, 0};
     if (!atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating)))
-        return {Step::wait, 0, no_page, 0};
+        return {Step::wait, 0, no_page, 0, 0};
     Claim c = claim_frame(v, shard);
     if (c.frame == Pte::max_frames) {
         atom::fetch_sub(slot, std::uint64_t{1});  // migrating -> host
-        return {Step::wait, 0, no_page, 0};
+        return {Step::wait, 0, no_page, 0, 0};
     }
-    return {Step::fill, c.frame, c.victim, c.victim_dirty ? 1u : 0u};
+    return {Step::fill, c.frame, c.victim, c.victim_blocks, v.page_blocks(page)};
 }
 
 // A fill the whole group carries out (every lane knows `s`): the victim's frame written back when
-// dirty and the victim made host, then the page copied in and published; `finisher` is the one lane
-// that updates the page table (the filler). Returns the frame's data.
+// dirty and the victim made host, then the page's blocks copied in and published (Step::fill), or a
+// partial page's blocks (Step::sector); `finisher` is the one lane that updates the page table (the
+// filler). Returns the frame's data.
 template <class Group, class Mover>
 UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, const Step& s, bool write, bool demand,
                                      bool finisher, Group& g, Mover& m) {
     std::byte* frame = v.frame_data(s.frame);
     if (s.victim != no_page) {
-        if (s.victim_dirty) m.to_host(g, v.host_page(s.victim), frame, v.page_bytes(s.victim));
+        std::byte* host = v.host_page(s.victim);
+        for_block_runs(s.victim_blocks, v.block_shift(), v.page_bytes(s.victim),
+                       [&](std::uint32_t off, std::uint32_t n) { m.to_host(g, host + off, frame + off, n); });
         g.sync();
-        if (finisher) finish_eviction(v, s.victim, s.victim_dirty != 0, g.shard());
+        if (finisher) finish_eviction(v, s.victim, s.victim_blocks != 0, g.shard());
     }
-    m.to_frame(g, frame, v.host_page(page), v.page_bytes(page));
+    const std::byte* host = v.host_page(page);
+    for_block_runs(s.blocks, v.block_shift(), v.page_bytes(page),
+                   [&](std::uint32_t off, std::uint32_t n) { m.to_frame(g, frame + off, host + off, n); });
     g.sync();
-    if (finisher) finish_fill(v, page, s.frame, write, demand, g.shard());
+    if (finisher) {
+        if (s.kind == Step::sector)
+            finish_sector(v, page, s.blocks, g.shard());
+        else
+            finish_fill(v, page, s.frame, write, demand, s.blocks, g.shard());
+    }
     return frame;
 }
 
@@ -597,12 +705,12 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
 // Returns the page's data (frame or host), held as held() says; the caller ends with release().
 template <class Group, class Mover>
 UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
-                                  std::uint64_t bytes = ~0ull) {
+                                  std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
     unsigned shard = g.shard();
     bool waited = false;
     for (;;) {
         Step s{};
-        if (g.leader()) s = begin_access(v, page, write, shard, bytes);
+        if (g.leader()) s = begin_access(v, page, write, shard, bytes, offset);
         s.kind = static_cast<Step::Kind>(g.broadcast(s.kind));
         if (s.kind == Step::host) return v.host_page(page);
         s.frame = g.broadcast(s.frame);
@@ -614,8 +722,10 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
             continue;
         }
         s.victim = g.broadcast(s.victim);
-        s.victim_dirty = g.broadcast(s.victim_dirty);
+        s.victim_blocks = g.broadcast(s.victim_blocks);
+        s.blocks = g.broadcast(s.blocks);
         std::byte* frame = fill_frame(v, page, s, write, true, g.leader(), g, m);
+        if (s.kind == Step::sector) continue;  // its blocks are in; look again (they may not be all it needs)
         // Prefetch the next pages of a sequential stream while this one is already usable.
         std::uint32_t depth = 0;
         if (g.leader() && stream_detected(v, page)) depth = v.prefetch_depth;
@@ -627,7 +737,8 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
             if (p.kind != Step::fill) break;
             p.frame = g.broadcast(p.frame);
             p.victim = g.broadcast(p.victim);
-            p.victim_dirty = g.broadcast(p.victim_dirty);
+            p.victim_blocks = g.broadcast(p.victim_blocks);
+            p.blocks = g.broadcast(p.blocks);
             fill_frame(v, q, p, false, false, g.leader(), g, m);
         }
         return frame;
@@ -655,7 +766,9 @@ UMEM_HD inline void flush_all(const PagerView& v, Group& g, Mover& m) {
     for (std::uint64_t page = 0; page < v.pages; ++page) {
         Pte e{atom::load(&v.pte[page])};
         if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
-        m.to_host(g, v.host_page(page), v.frame_data(e.frame()), v.page_bytes(page));
+        std::byte *host = v.host_page(page), *frame = v.frame_data(e.frame());
+        for_block_runs(data_blocks(v, page, e), v.block_shift(), v.page_bytes(page),
+                       [&](std::uint32_t off, std::uint32_t n) { m.to_host(g, host + off, frame + off, n); });
         g.sync();
         if (g.leader()) {
             if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);

@@ -33,11 +33,14 @@ struct Pte {
     static constexpr unsigned hits_shift = 5;
     static constexpr std::uint32_t max_hits = 7;
     static constexpr std::uint64_t hits_mask = 0x7full << hits_shift;
-    // Bits 12-31: accessors using the data now (up to 1M), in a frame or reading host memory in
+    // Bits 12-30: accessors using the data now (up to 512K), in a frame or reading host memory in
     // place. A pin keeps a resident page in its frame; it does not keep a host page from migrating.
     static constexpr unsigned pin_shift = 12;
     static constexpr std::uint64_t pin_one = 1ull << pin_shift;
-    static constexpr std::uint64_t pin_mask = 0xfffffull << pin_shift;
+    static constexpr std::uint64_t pin_mask = 0x7ffffull << pin_shift;
+    // Bit 31: resident with only some of its 1/32-page blocks in the frame (PagerView::sectors says
+    // which); accesses look there before they use the frame.
+    static constexpr std::uint64_t partial = 1ull << 31;
     // Bits 32-35: accessors writing host memory in place (up to 15): they keep the page from migrating.
     static constexpr unsigned writer_shift = 32;
     static constexpr std::uint64_t writer_one = 1ull << writer_shift;
@@ -73,7 +76,9 @@ static_assert(((Pte::dirty | Pte::referenced | Pte::touched) & Pte::hits_mask) =
 static_assert(((Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask) &
                (Pte::pin_mask | Pte::writer_mask | Pte::frame_mask)) == 0);
 static_assert((Pte::pin_mask & Pte::writer_mask) == 0 && ((Pte::pin_mask | Pte::writer_mask) & Pte::frame_mask) == 0);
-static_assert((Pte::pin_mask >> Pte::pin_shift) + 1 == 1u << 20 &&
+static_assert((Pte::partial & (Pte::state_mask | Pte::dirty | Pte::referenced | Pte::touched | Pte::hits_mask |
+                               Pte::pin_mask | Pte::writer_mask | Pte::frame_mask)) == 0);
+static_assert((Pte::pin_mask >> Pte::pin_shift) + 1 == 1u << 19 && (Pte::pin_mask | Pte::partial) >> 32 == 0 &&
               Pte::writer_mask >> Pte::writer_shift == Pte::max_writers);
 static_assert((Pte::frame_mask >> Pte::frame_shift) == Pte::max_frames);
 

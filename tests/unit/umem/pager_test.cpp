@@ -799,48 +799,103 @@ TEST_CASE("the access profile under contention: threads marking other blocks of 
     CHECK(lost == 0);
 }
 
-TEST_CASE("before the first choice of page size, a small access reads in place until the page pays for a fill") {
-    const std::uint64_t pages = 8;
-    std::vector<std::uint64_t> d = numbered(pages);
-    HostPager p(config(pages, pages, Admission::adaptive), bytes(d));
-    std::vector<std::uint64_t> slots(profile_words);
-    PagerView v = p.view();  // the host pager's tables, seen as an automatic GPU pager's before its first choice
+// The host pager's tables seen as an automatic GPU pager's at its 4 KiB start, before the first choice.
+PagerView automatic_start(const HostPager& p, std::vector<std::uint64_t>& slots, std::vector<std::uint64_t>& sectors,
+                          std::vector<std::uint32_t>& marks) {
+    PagerView v = p.view();
+    slots.assign(profile_words, 0);
+    sectors.assign(v.pages, 0);
+    marks.assign(v.pages, 0);
     v.profile = slots.data();
     v.profile_bits = profile_bits_for(v.bytes);
-    REQUIRE(v.paid_hits() == 5);
-    for (std::uint32_t k = 1; k < 5; ++k) {  // a warp's 256-byte rows: in place, counted in the hit bits
-        Step s = begin_access(v, 3, false, 0, 256);
-        CHECK(s.kind == Step::host);
-        end_access(v, 3, v.host_page(3), false);
-        CHECK(Pte{v.pte[3]}.hits() == k);
-        CHECK(Pte{v.pte[3]}.state() == PageState::host);
-    }
-    Step s = begin_access(v, 3, false, 0, 256);  // the fifth: migrates
-    CHECK(s.kind == Step::fill);
-    CHECK(begin_access(v, 2, false, 0, 8).kind == Step::fill);     // a lone thread's element: not held back
-    CHECK(begin_access(v, 1, true, 0, 8).kind == Step::fill);      // writes are not held back
-    CHECK(begin_access(v, 4, false, 0, 1025).kind == Step::fill);  // over a quarter of the page: at once
-    CHECK(begin_access(v, 5, false, 0, 1025 * 4).kind == Step::fill);
-    v.profile_decided = 1;  // after the first choice: as before
-    CHECK(begin_access(v, 6, false, 0, 8).kind == Step::fill);
-    v.profile_decided = 0;
-    v.profile = nullptr;  // a fixed page size: as before
-    CHECK(begin_access(v, 7, false, 0, 8).kind == Step::fill);
+    v.sectors = sectors.data();
+    v.dirty_blocks = marks.data();
+    return v;
 }
 
-TEST_CASE("small accesses before the first choice: threads reading and writing through a small pool stay exact") {
+TEST_CASE(
+    "before the first choice of page size, a small access fills only its own blocks, the rest as they are needed") {
+    const std::uint64_t pages = 8;
+    for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
+        INFO("frames " << frames);
+        std::vector<std::uint64_t> d = numbered(pages), slots, sectors;
+        std::vector<std::uint32_t> marks;
+        HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
+        PagerView v = automatic_start(p, slots, sectors, marks);
+        ThreadGroup g{0};
+        CpuMover m;
+        auto frame_word = [&](std::uint64_t page, std::uint64_t w) {
+            std::uint64_t x;
+            std::memcpy(&x, v.frame_data(Pte{v.pte[page]}.frame()) + w * 8, 8);
+            return x;
+        };
+        // A warp's 256-byte row at 512: blocks 4 and 5 come in, the page is partial.
+        std::byte* a = acquire(v, 3, false, g, m, 256, 512);
+        CHECK(a == v.frame_data(Pte{v.pte[3]}.frame()));
+        release(v, 3, g, a, false);
+        CHECK(Pte{v.pte[3]}.is(Pte::partial));
+        CHECK(sectors[3] == (0x30ull | 0x30ull << 32));
+        CHECK(frame_word(3, 64) == 3 * kWords + 64);
+        CHECK(frame_word(3, 95) == 3 * kWords + 95);
+        CHECK(frame_word(3, 0) != 3 * kWords + 0);  // block 0 not copied
+        CHECK(p.stats()[c_bytes_in] == 256);
+        // Another row of it: its blocks come in, the page stays where it is.
+        a = acquire(v, 3, false, g, m, 256, 0);
+        release(v, 3, g, a, false);
+        CHECK(static_cast<std::uint32_t>(sectors[3]) == 0x33u);
+        CHECK(frame_word(3, 0) == 3 * kWords);
+        CHECK(p.stats()[c_fills] == 2);
+        CHECK(p.stats()[c_bytes_in] == 512);
+        // A row it has: a hit, nothing copied.
+        a = acquire(v, 3, false, g, m, 128, 640);
+        release(v, 3, g, a, false);
+        CHECK(p.stats()[c_bytes_in] == 512);
+        // Over a quarter of the page, or a fixed page size: the whole page.
+        a = acquire(v, 4, false, g, m, 1025, 0);
+        release(v, 4, g, a, false);
+        CHECK_FALSE(Pte{v.pte[4]}.is(Pte::partial));
+        // A lone thread's element: the whole page while the pool holds the array, its block when not.
+        CHECK(need_blocks(v, 5, 16, 8) == (frames == pages ? 0xffffffffu : 1u));
+        CHECK(need_blocks(v, 5, 4095, 1) == (frames == pages ? 0xffffffffu : 0x80000000u));
+        // Two accesses that need the same blocks: the first claims them, the second waits for its copy.
+        const Step s1 = begin_access(v, 3, false, 0, 256, 1024);
+        CHECK(s1.kind == Step::sector);
+        CHECK(s1.blocks == 0x300u);
+        CHECK(begin_access(v, 3, false, 0, 256, 1024).kind == Step::wait);
+        const Step s3 = begin_access(v, 3, false, 0, 384, 1024);  // one more block: that one is its own
+        CHECK(s3.kind == Step::sector);
+        CHECK(s3.blocks == 0x400u);
+        fill_frame(v, 3, s1, false, true, true, g, m);
+        fill_frame(v, 3, s3, false, true, true, g, m);
+        CHECK(static_cast<std::uint32_t>(sectors[3]) == 0x733u);
+        CHECK(frame_word(3, 128) == 3 * kWords + 128);
+        // After the first choice an access needs the whole page: a partial one gets the rest.
+        v.profile_decided = 1;
+        a = acquire(v, 3, false, g, m, 8, 16);
+        release(v, 3, g, a, false);
+        CHECK_FALSE(Pte{v.pte[3]}.is(Pte::partial));
+        CHECK(static_cast<std::uint32_t>(sectors[3]) == 0xffffffffu);
+        for (std::uint64_t w = 0; w < kWords; ++w) CHECK(frame_word(3, w) == 3 * kWords + w);
+        v.profile_decided = 0;
+        v.sectors = nullptr;  // a fixed page size: as before
+        CHECK(need_blocks(v, 6, 0, 256) == 0xffffffffu);
+        for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+    }
+}
+
+TEST_CASE("partial pages: threads reading and writing rows through a small pool stay exact, written back by block") {
     const std::uint64_t pages = 32;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
-        std::vector<std::uint64_t> d = numbered(pages);
+        std::vector<std::uint64_t> d = numbered(pages), slots, sectors;
+        std::vector<std::uint32_t> marks;
         HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
-        std::vector<std::uint64_t> slots(profile_words);
-        PagerView v = p.view();
-        v.profile = slots.data();
-        v.profile_bits = profile_bits_for(v.bytes);
+        PagerView v = automatic_start(p, slots, sectors, marks);
         constexpr unsigned threads = 8;
         std::vector<std::uint64_t> bad(threads, 0);
         std::vector<std::thread> ts;
-        // Thread t reads word t of random pages (small reads) and adds 1 to word 256 + t of them.
+        // Thread t reads 64-byte rows of random pages (checking one word of each, but the written ones) and
+        // adds 1 to word 256 + 16 t of them (a 32-byte row in block 16 + t, which readers need too: two
+        // copies of one block, unclaimed, could put a write's block back as it was).
         std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(pages));
         for (unsigned t = 0; t < threads; ++t)
             ts.emplace_back([&, t] {
@@ -850,37 +905,117 @@ TEST_CASE("small accesses before the first choice: threads reading and writing t
                 for (int i = 0; i < 5000; ++i) {
                     const std::uint64_t page = rng() % pages;
                     const bool write = i % 3 == 0;
-                    profile_note(v, page * kPage + (write ? 256 + t : t) * 8, 8);
-                    std::byte* q = acquire(v, page, write, g, m, 32);
+                    const std::uint64_t w = rng() % kWords;
+                    const std::uint64_t at = write ? (256 + 16 * t) * 8 : w * 8 & ~63ull, n = write ? 32 : 64;
+                    profile_note(v, page * kPage + at, n);
+                    std::byte* q = acquire(v, page, write, g, m, n, at);
                     std::uint64_t x;
                     if (write) {
-                        std::memcpy(&x, q + (256 + t) * 8, 8);
+                        std::memcpy(&x, q + at, 8);
                         ++x;
-                        std::memcpy(q + (256 + t) * 8, &x, 8);
+                        std::memcpy(q + at, &x, 8);
+                        if (q != v.host_page(page)) note_write(v, page, at, 8);
                         ++writes[t][page];
                     } else {
-                        std::memcpy(&x, q + t * 8, 8);
-                        bad[t] += x != page * kWords + t;
+                        std::memcpy(&x, q + w * 8, 8);
+                        const bool written = w >= 256 && w < 256 + 16 * threads && (w - 256) % 16 == 0;
+                        bad[t] += !written && x != page * kWords + w;
                     }
                     release(v, page, g, q, write);
                 }
             });
         for (auto& t : ts) t.join();
-        p.flush();
+        ThreadGroup g{0};
+        CpuMover m;
+        flush_all(v, g, m);
         INFO("frames " << frames);
         for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
         std::uint64_t wrong = 0;
         for (std::uint64_t pg = 0; pg < pages; ++pg)
             for (std::uint64_t w = 0; w < kWords; ++w) {
                 std::uint64_t want = pg * kWords + w;
-                if (w >= 256 && w < 256 + threads) want += writes[w - 256][pg];
+                if (w >= 256 && w < 256 + 16 * threads && (w - 256) % 16 == 0) want += writes[(w - 256) / 16][pg];
                 wrong += d[pg * kWords + w] != want;
             }
-        CHECK(wrong == 0);
+        CHECK(wrong == 0);  // a write-back of a partial page's whole frame would have put its unread blocks back
         for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
-        CHECK(p.stats()[c_read_through] > 0);  // small reads went in place before their pages paid
         CHECK(p.stats()[c_fills] > 0);
+        CHECK(p.stats()[c_bytes_in] < p.stats()[c_fills] * kPage);  // blocks came in, not whole pages
+        if (frames < pages) CHECK(p.stats()[c_writebacks] > 0);
     }
+}
+
+TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes its sub-pages, frees the rest") {
+    const std::uint64_t pages = 4, frames = 2;
+    constexpr std::uint32_t to_shift = 8, d = 12 - to_shift, sub = 1u << d;
+    std::vector<std::uint64_t> data = numbered(pages), slots, sectors;
+    std::vector<std::uint32_t> marks;
+    HostPager p(config(pages, frames, Admission::adaptive), bytes(data));
+    PagerView from = automatic_start(p, slots, sectors, marks);
+    ThreadGroup g{0};
+    CpuMover m;
+    // Page 1: 128 bytes at 512 read (block 4: half of 256-byte sub-page 2), 32 bytes at 1024 written.
+    std::byte* a = acquire(from, 1, false, g, m, 128, 512);
+    release(from, 1, g, a, false);
+    a = acquire(from, 1, true, g, m, 32, 1024);
+    std::uint64_t x;
+    std::memcpy(&x, a + 1024, 8);
+    x += 1000;
+    std::memcpy(a + 1024, &x, 8);
+    note_write(from, 1, 1024, 8);
+    release(from, 1, g, a, true);
+    REQUIRE(Pte{from.pte[1]}.is(Pte::partial));
+    std::vector<std::uint64_t> pte(pages * sub), ctl(ctl_words);
+    std::vector<std::uint32_t> owner(frames * sub, no_page);
+    PagerView to = from;
+    to.page_shift = to_shift;
+    to.pages = pages * sub;
+    to.frames_n = static_cast<std::uint32_t>(frames * sub);
+    to.pte = pte.data();
+    to.frame_owner = owner.data();
+    to.ctl = ctl.data();
+    to.dirty_blocks = nullptr;
+    to.sectors = nullptr;
+    for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+    const std::uint32_t f = Pte{from.pte[1]}.frame();
+    for (std::uint32_t j = 0; j < sub; ++j) {
+        INFO("sub-page " << j);
+        const Pte n{pte[1 * sub + j]};
+        const bool kept = j == 2 || j == 4;
+        CHECK((n.state() == PageState::resident) == kept);
+        CHECK(owner[f * sub + j] == (kept ? 1 * sub + j : free_frame));
+        CHECK(n.is(Pte::dirty) == (j == 4));
+        CHECK_FALSE(n.is(Pte::partial));
+    }
+    // Sub-pages 2 and 4 completed from host memory: their second blocks were never read at 4 KiB.
+    auto sub_word = [&](std::uint32_t j, std::uint64_t w) {
+        std::uint64_t y;
+        std::memcpy(&y, to.frame_data(Pte{pte[1 * sub + j]}.frame()) + w * 8, 8);
+        return y;
+    };
+    CHECK(sub_word(2, 0) == 1 * kWords + 64);
+    CHECK(sub_word(2, 16) == 1 * kWords + 80);
+    CHECK(sub_word(4, 0) == 1 * kWords + 128 + 1000);
+    CHECK(sub_word(4, 16) == 1 * kWords + 144);
+    // The hand hands the free frames out; the pool is full otherwise (every frame was taken at 4 KiB),
+    // and the kept sub-pages were read since (referenced: the hand passes them once).
+    ctl[ctl_fresh] = to.frames_n;
+    pte[1 * sub + 2] |= Pte::referenced;
+    pte[1 * sub + 4] |= Pte::referenced;
+    std::uint32_t handed = 0;
+    for (std::uint32_t k = 0; k < sub - 2; ++k) {
+        const Claim c = claim_frame(to, 0);
+        REQUIRE(c.frame != Pte::max_frames);
+        CHECK(c.victim == no_page);
+        CHECK(c.frame / sub == f);
+        owner[c.frame] = 0;  // as finish_fill would: taken
+        ++handed;
+    }
+    CHECK(handed == sub - 2);
+    ThreadGroup g2{0};
+    flush_all(to, g2, m);
+    CHECK(data[1 * kWords + 128] == 1 * kWords + 128 + 1000);
+    CHECK(data[1 * kWords + 129] == 1 * kWords + 129);
 }
 
 TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
