@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -117,6 +118,11 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
     }
     layout(shift);
+    if (auto_) {
+        int device = 0;
+        cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
+        table_maker_ = std::thread([this, device] { make_table_ahead(device); });
+    }
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
     // Touch the whole pool now: the driver backs fresh allocations lazily, and that cost belongs
     // to set-up, not to the first fills (measured: 5x slower first gathers without it).
@@ -146,17 +152,20 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
 // No kernel may use the pager.
 void GpuPager::layout(std::uint32_t shift) {
     const PagerView old = view_;
-    const std::uint64_t frames =
-        std::max<std::uint64_t>(std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1), 1);
+    const std::uint64_t frames = frames_at(shift);
     const bool relay = old.pte != nullptr && relay_fits(old, shift, frames);
     if (old.pte != nullptr && !relay) flush();
     view_.pte = nullptr;
     view_.frame_owner = nullptr;
     view_.page_shift = shift;
-    view_.pages = (view_.bytes >> shift) + ((view_.bytes & ((1ull << shift) - 1)) != 0);
+    view_.pages = pages_at(shift);
     view_.frames_n = static_cast<std::uint32_t>(frames);
-    view_.pte = device_alloc<std::uint64_t>(view_.pages, "page table", true);
-    view_.frame_owner = device_alloc<std::uint32_t>(view_.frames_n, "frame owners", true);
+    if (spare_table_ != nullptr && spare_shift_ == shift) {  // mapped ahead by table_maker_
+        view_.pte = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
+    } else {
+        view_.pte = device_alloc<std::uint64_t>(table_bytes(shift) / 8, "page table and frame owners", true);
+    }
+    view_.frame_owner = reinterpret_cast<std::uint32_t*>(view_.pte + view_.pages);
     // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
     view_.dirty_blocks = nullptr;
     view_.sectors = nullptr;
@@ -175,9 +184,8 @@ void GpuPager::layout(std::uint32_t shift) {
         cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
     }
     cuda_check(cudaGetLastError(), "umem: page table", "pager");
-    if (old.pte != nullptr) {  // after the relay kernel, in stream order; the host does not wait
-        cudaFreeAsync(old.pte, 0);
-        cudaFreeAsync(old.frame_owner, 0);
+    if (old.pte != nullptr) {       // after the relay kernel, in stream order; the host does not wait
+        cudaFreeAsync(old.pte, 0);  // the frame owners with it
         if (old.dirty_blocks != nullptr) cudaFreeAsync(old.dirty_blocks, 0);
         if (old.sectors != nullptr) cudaFreeAsync(old.sectors, 0);
     }
@@ -197,10 +205,12 @@ const PagerView& GpuPager::view() {
     if (proposed == view_.page_shift) {  // settled: small reads need not wait for a choice any more
         atom::store(choice_, 0u);
         view_.profile_decided = 1;
+        stop_table_maker();
         return view_;
     }
     if (++since_look_ < look_every_) return view_;
     since_look_ = 0;
+    stop_table_maker();
     atom::store(choice_, 0u);
     std::uint64_t t[2];  // a blocking copy: it waits for the kernels before it
     cuda_check(cudaMemcpy(t, view_.profile + profile_tally, sizeof t, cudaMemcpyDeviceToHost),
@@ -215,7 +225,10 @@ const PagerView& GpuPager::view() {
     }
     const bool first = decisions_++ == 0;
     view_.profile_decided = 1;
-    if (shift == view_.page_shift || (!first && shift != wanted_)) {
+    const bool change = shift != view_.page_shift && (first || shift == wanted_);
+    if (spare_table_ != nullptr && (!change || spare_shift_ != shift))
+        cudaFreeAsync(std::exchange(spare_table_, nullptr), 0);
+    if (!change) {
         if (shift == view_.page_shift) look_every_ = std::min<std::uint32_t>(look_every_ * 2, 64);
         wanted_ = shift;
         return view_;
@@ -234,6 +247,42 @@ const PagerView& GpuPager::view() {
     return view_;
 }
 
+std::uint64_t GpuPager::pages_at(std::uint32_t shift) const {
+    return (view_.bytes >> shift) + ((view_.bytes & ((1ull << shift) - 1)) != 0);
+}
+
+std::uint64_t GpuPager::frames_at(std::uint32_t shift) const {
+    return std::max<std::uint64_t>(std::min<std::uint64_t>(pool_bytes_ >> shift, Pte::max_frames - 1), 1);
+}
+
+std::uint64_t GpuPager::table_bytes(std::uint32_t shift) const {
+    return (pages_at(shift) * 8 + frames_at(shift) * 4 + 7) / 8 * 8;
+}
+
+// Polls the proposal word (pinned host memory the kernels write) every 100 us until the kernels propose
+// pages smaller than the start, maps that size's table, and ends; or ends when view() looked first.
+void GpuPager::make_table_ahead(int device) {
+    cudaSetDevice(device);
+    while (!stop_maker_.load()) {
+        const std::uint32_t proposed = atom::load(choice_);
+        if (proposed >= auto_min_shift && proposed < auto_start_shift) {
+            void* t = nullptr;
+            if (cudaMallocAsync(&t, table_bytes(proposed), 0) == cudaSuccess) {
+                spare_table_ = t;
+                spare_shift_ = proposed;
+            }
+            return;  // an allocation that failed is tried again, with its error, where the table is laid out
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+}
+
+void GpuPager::stop_table_maker() noexcept {
+    if (!table_maker_.joinable()) return;
+    stop_maker_.store(true);
+    table_maker_.join();
+}
+
 GpuPager::~GpuPager() { release_all(); }
 
 void GpuPager::release_all() noexcept {
@@ -246,8 +295,9 @@ void GpuPager::release_all() noexcept {
         cudaFreeHost(ring_.slots);  // UVA: the mapped device address is the host address
         cudaFree(ring_.tail);
     }
-    cudaFree(view_.pte);
-    cudaFree(view_.frame_owner);
+    stop_table_maker();
+    cudaFree(spare_table_);
+    cudaFree(view_.pte);  // the frame owners with it
     cudaFree(view_.dirty_blocks);
     cudaFree(view_.sectors);
     cudaFree(view_.ctl);

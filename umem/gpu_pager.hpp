@@ -47,6 +47,11 @@ public:
 private:
     void set_up(const Config& cfg, std::byte* host);
     void layout(std::uint32_t shift);  // page table and frame owners for pages of 1 << shift bytes (re-laid)
+    std::uint64_t pages_at(std::uint32_t shift) const;
+    std::uint64_t frames_at(std::uint32_t shift) const;
+    std::uint64_t table_bytes(std::uint32_t shift) const;  // page table, then frame owners: one allocation
+    void make_table_ahead(int device);                     // table_maker_'s loop
+    void stop_table_maker() noexcept;
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 
@@ -59,6 +64,14 @@ private:
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
     std::uint32_t look_every_ = 1;     // proposals of another page size between looks at the tally
     std::uint32_t since_look_ = 0;
+    // Automatic page size: mapping a new table's GPU memory is most of a change's cost (10-14 us a MiB,
+    // H100), so a thread maps the table of the first smaller page size the kernels propose while they
+    // still run, and ends; view() joins it at its first look and lays the table out there when it chose
+    // that size (else frees it).
+    std::thread table_maker_;
+    std::atomic<bool> stop_maker_{false};
+    void* spare_table_ = nullptr;  // written by table_maker_, read after it was joined
+    std::uint32_t spare_shift_ = 0;
     CopyRingView ring_{};
     Engine engine_;
     void* stream_ = nullptr;  // cudaStream_t of the worker
