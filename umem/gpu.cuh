@@ -43,12 +43,14 @@ struct MaskGroup {
     __device__ void sync() const { __syncwarp(mask); }
     __device__ unsigned size() const { return size_; }
     __device__ unsigned shard() const { return WarpGroup::self().shard(); }
-    // Half of a warp's: get()'s fills are inlined at every call of a kernel, and eight loads in flight at
-    // each held umem-sparse-bench's 16-get() kernel at 255 registers with spills, 213 and none with four
-    // (H100: resident get() 2.42 against 2.56-2.57 ms, 8 GiB first kernels 169.2 against 169.6-169.8;
-    // bench/results/umem-h100-2026-11-26.md). warp_acquire's fills keep eight: with four, gather reuse
-    // fell 5-7%.
-    static constexpr unsigned loads_in_flight = 4;
+    // A quarter of a warp's: get()'s fills are inlined at every call of a kernel, where the loads in flight
+    // raise the register pressure of the hits around them. Eight held umem-sparse-bench's 16-get() kernel at
+    // 255 registers with spills (H100: resident get() 2.56 ms against 2.42 with four). With partial pages'
+    // code four made the 128-register kernels spill 1-2 KB and resident get() 2.29-2.31 ms, two 2.09-2.10
+    // (GPU memory 1.42), and get()'s first kernels were not slower (1 GiB elements 21.24 against 21.34 ms,
+    // runs of 4 at a 25% pool 5.74 against 6.01; bench/results/umem-h100-2026-11-26b.md). warp_acquire's fills
+    // keep eight: with four, gather reuse fell 5-7% (-h100-2026-11-26.md).
+    static constexpr unsigned loads_in_flight = 2;
 };
 
 // Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
@@ -86,6 +88,21 @@ struct DeviceMover {
         if (ring.slots != nullptr) return post(g, dst, src, n);
         copy(g, dst, src, n);
         __threadfence_system();  // the host copy must be complete before the page turns host again
+    }
+    // A partial page's blocks: one 16-byte load a lane at a time, each chunk copied when its block is in
+    // `blocks`. Slow and light: with runs of to_host's eight loads in flight this rare path, inlined into
+    // every access, made kernels spill where their hits run (H100: get() hits 9-17% slower).
+    template <class G>
+    __device__ void to_host_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                                   std::uint32_t block_shift) const {
+        if (ring.slots != nullptr) {
+            for_block_runs(blocks, block_shift, n,
+                           [&](std::uint32_t off, std::uint32_t len) { post(g, dst + off, src + off, len); });
+            return;
+        }
+        for (std::uint32_t i = g.lane * 16; i < n; i += g.size() * 16)
+            if ((blocks >> (i >> block_shift)) & 1u) __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+        __threadfence_system();
     }
 
 private:

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 
 #include "config.hpp"
@@ -51,7 +53,8 @@ private:
     std::uint64_t frames_at(std::uint32_t shift) const;
     std::uint64_t table_bytes(std::uint32_t shift) const;  // page table, then frame owners: one allocation
     void make_table_ahead(int device);                     // table_maker_'s loop
-    void stop_table_maker() noexcept;
+    void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
+    void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 
@@ -69,7 +72,10 @@ private:
     // still run, and ends; view() joins it at its first look and lays the table out there when it chose
     // that size (else frees it).
     std::thread table_maker_;
-    std::atomic<bool> stop_maker_{false};
+    std::mutex maker_mu_;
+    std::condition_variable maker_cv_;  // wakes it at once when it is told to stop
+    bool stop_maker_ = false;
+    bool park_maker_ = false;
     void* spare_table_ = nullptr;  // written by table_maker_, read after it was joined
     std::uint32_t spare_shift_ = 0;
     CopyRingView ring_{};
