@@ -799,6 +799,30 @@ TEST_CASE("the access profile under contention: threads marking other blocks of 
     CHECK(lost == 0);
 }
 
+// The tables of a change to pages of 1 << to_shift bytes over `from`'s pool, as GpuPager::layout makes them
+// (marks and partial pages only at the 4 KiB start: none).
+struct Relaid {
+    std::vector<std::uint64_t> pte, ctl;
+    std::vector<std::uint32_t> owner;
+    PagerView view;
+    Relaid(const PagerView& from, std::uint32_t to_shift) {
+        const std::uint64_t sub = 1ull << (from.page_shift - to_shift);
+        pte.assign(from.pages * sub, 0);
+        ctl.assign(ctl_words, 0);
+        owner.assign(from.frames_n * sub, no_page);
+        view = from;
+        view.page_shift = to_shift;
+        view.pages = from.pages * sub;
+        view.frames_n = static_cast<std::uint32_t>(from.frames_n * sub);
+        view.pte = pte.data();
+        view.frame_owner = owner.data();
+        view.ctl = ctl.data();
+        view.dirty_blocks = nullptr;
+        view.sectors = nullptr;
+    }
+    Relaid(const Relaid&) = delete;  // the view points into it
+};
+
 // The host pager's tables seen as an automatic GPU pager's at its 4 KiB start, before the first choice.
 PagerView automatic_start(const HostPager& p, std::vector<std::uint64_t>& slots, std::vector<std::uint64_t>& sectors,
                           std::vector<std::uint32_t>& marks) {
@@ -965,17 +989,10 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     note_write(from, 1, 1024, 8);
     release(from, 1, g, a, true);
     REQUIRE(Pte{from.pte[1]}.is(Pte::partial));
-    std::vector<std::uint64_t> pte(pages * sub), ctl(ctl_words);
-    std::vector<std::uint32_t> owner(frames * sub, no_page);
-    PagerView to = from;
-    to.page_shift = to_shift;
-    to.pages = pages * sub;
-    to.frames_n = static_cast<std::uint32_t>(frames * sub);
-    to.pte = pte.data();
-    to.frame_owner = owner.data();
-    to.ctl = ctl.data();
-    to.dirty_blocks = nullptr;
-    to.sectors = nullptr;
+    Relaid r(from, to_shift);
+    PagerView& to = r.view;
+    auto &pte = r.pte, &ctl = r.ctl;
+    auto& owner = r.owner;
     for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
     const std::uint32_t f = Pte{from.pte[1]}.frame();
     for (std::uint32_t j = 0; j < sub; ++j) {
@@ -1059,16 +1076,10 @@ TEST_CASE(
                 release(from, k, g, a, write);
             }
         }
-        std::vector<std::uint64_t> pte(pages * sub), ctl(ctl_words);
-        std::vector<std::uint32_t> owner(frames * sub, no_page);
-        PagerView to = from;
-        to.page_shift = to_shift;
-        to.pages = pages * sub;
-        to.frames_n = static_cast<std::uint32_t>(frames * sub);
-        to.pte = pte.data();
-        to.frame_owner = owner.data();
-        to.ctl = ctl.data();
-        to.dirty_blocks = nullptr;  // marks at the 4 KiB start only
+        Relaid r(from, to_shift);
+        PagerView& to = r.view;
+        auto &pte = r.pte, &ctl = r.ctl;
+        auto& owner = r.owner;
         REQUIRE(relay_fits(from, to_shift, to.frames_n));
         CHECK_FALSE(relay_fits(from, to_shift, to.frames_n - 1));  // a capped pool: flush instead
         for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
