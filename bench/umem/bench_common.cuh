@@ -41,6 +41,30 @@ inline std::vector<std::string> split_list(const std::string& v) {
     return out;
 }
 
+// --only's workloads: a comma list of known names ("gather,hotset"); empty runs them all. An unknown
+// name is an error, not a run that measures nothing.
+class Workloads {
+public:
+    Workloads() = default;
+    Workloads(const std::string& tool, const std::string& list, const std::vector<std::string>& known) {
+        for (const std::string& w : split_list(list)) {
+            if (std::find(known.begin(), known.end(), w) == known.end()) {
+                std::string names;
+                for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+                throw Error(tool, "--only " + list, "unknown workload '" + w + "'",
+                            "one or more of " + names + ", comma-separated");
+            }
+            names_.push_back(w);
+        }
+    }
+    bool want(const std::string& w) const {
+        return names_.empty() || std::find(names_.begin(), names_.end(), w) != names_.end();
+    }
+
+private:
+    std::vector<std::string> names_;
+};
+
 inline unsigned host_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // f(i) for i in [0, n), split into one contiguous range per host thread.

@@ -380,7 +380,7 @@ struct Options {
     bool read_through = false;            // also umem read-through (4 KiB pages)
     bool replay = false;                  // lookups: every batch replays batch 1 (later batches: hits only)
     bool get4 = false;                    // elements: single elements read four at a time (Array::get of four)
-    std::string only;                     // one workload, or all
+    Workloads only;                       // --only: those workloads, or all
     bool uvm = true;
     std::string detail_path;
 };
@@ -488,7 +488,7 @@ public:
     }
 
 private:
-    bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
+    bool want(const char* w) const { return opt_.only.want(w); }
     Word* words() const { return reinterpret_cast<Word*>(data_->p); }
     std::uint64_t stream_seed(std::uint64_t kind, std::uint64_t number) const {
         return mix(opt_.seed * 0x100000001b3ull + (kind << 32) + number);
@@ -948,7 +948,7 @@ double parse_double(const std::string& a, const std::string& v) {
 void usage(FILE* f) {
     std::fprintf(
         f,
-        "usage: umem-sparse-bench [--only lookups|scatter|elements] [--detail FILE] [--no-uvm] [--seed N]\n"
+        "usage: umem-sparse-bench [--only lookups,scatter,elements] [--detail FILE] [--no-uvm] [--seed N]\n"
         "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
         "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
         "         [--pages 128,256,512,1024,2048,4096] [--runs 1,4,8] [--passes 3] [--read-through] [--replay]\n"
@@ -1004,7 +1004,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--seed")
             o.seed = parse_count(a, value());
         else if (a == "--only")
-            o.only = value();
+            o.only = Workloads("umem-sparse-bench", value(), {"lookups", "scatter", "elements"});
         else if (a == "--no-uvm")
             o.uvm = false;
         else if (a == "--detail")
@@ -1049,8 +1049,6 @@ Options parse(int argc, char** argv) {
     if (elems == 0 || elems > (1ull << 32))
         throw Error(what, log::concat("--elem-gib ", o.elem_gib),
                     log::concat(elems, " elements: need 1 .. 2^32 (32-bit indices)"), "change --elem-gib");
-    if (!o.only.empty() && o.only != "lookups" && o.only != "scatter" && o.only != "elements")
-        throw Error(what, "--only " + o.only, "unknown workload", "lookups, scatter or elements");
     return o;
 }
 

@@ -206,7 +206,7 @@ struct Options {
     std::vector<std::uint64_t> bfs_pages;  // BFS also with the default policy over pages of these sizes
     std::vector<std::uint64_t> pages{128, 256, 512, 1024, 2048, 4096};  // umem with these fixed page sizes too
     bool policies = false;  // also migrate, second-touch, read-through and the copy engine (4 KiB pages)
-    std::string only;       // one workload, or all
+    Workloads only;         // --only: those workloads, or all
     bool uvm = true;
     std::string detail_path;
 };
@@ -318,7 +318,7 @@ public:
     }
 
 private:
-    bool want(const char* w) const { return opt_.only.empty() || opt_.only == w; }
+    bool want(const char* w) const { return opt_.only.want(w); }
 
     // The default (automatic page size, adaptive admission), the default policy at every fixed page
     // size of --pages, and with --policies the other admissions and the copy engine at 4 KiB.
@@ -764,7 +764,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--bfs-scale")
             o.bfs_scale = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--only")
-            o.only = value();
+            o.only = Workloads("umem-bench", value(), {"memcpy", "ce", "gather", "hotset", "scan", "bfs"});
         else if (a == "--no-uvm")
             o.uvm = false;
         else if (a == "--detail")
@@ -776,7 +776,7 @@ Options parse(int argc, char** argv) {
             std::printf(
                 "usage: umem-bench [--gib N] [--gathers N] [--bfs-scale S] [--bfs-pages 256,1024] [--pools 100,50,25]\n"
                 "                  [--pages 128,256,512,1024,2048,4096] [--policies]\n"
-                "                  [--only memcpy|ce|gather|hotset|scan|bfs] [--no-uvm] [--detail FILE]\n");
+                "                  [--only memcpy,ce,gather,hotset,scan,bfs] [--no-uvm] [--detail FILE]\n");
             std::exit(a == "--help" ? 0 : 2);
         }
     }
