@@ -159,13 +159,9 @@ public:
     // Same, noting that the warp reads elements [first, first + n) of the page: with the page size
     // left out, this is what the pager learns the granularity from.
     __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
-        WarpGroup g = WarpGroup::self();
-        if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
-        DeviceMover m = mover_;
-        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T), (first - page * per_page()) * sizeof(T));
-        if (write && g.leader() && p != view_.host_page(page))
-            note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
-        return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
+        if (WarpGroup::self().leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
+        return {reinterpret_cast<T*>(acquire_noted(page, write, first, n)),
+                view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
     // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:
     // __syncwarp orders every lane's loads before the leader's release of the pin, and a
@@ -174,6 +170,45 @@ public:
         WarpGroup g = WarpGroup::self();
         if (r.write) __threadfence();
         release(view_, r.page, g, reinterpret_cast<const std::byte*>(r.data), r.write);
+    }
+
+    // Warp-collective, every lane its own page: lanes [0, lanes) each name one, of which the warp reads elements
+    // [first, first + n) (a page may come more than once); the other lanes name none. Returns this lane's page;
+    // any lane may read (and, with write, write) any lane's page through its data (shuffled). All pages'
+    // page-table words are looked up at once, one a lane (try_hit), where one warp_acquire after another waits
+    // for each in turn; the pages that were not hits are then acquired one by one, holding the hits. Release
+    // with warp_release_each(r, lanes).
+    __device__ PageRef<T> warp_acquire_each(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n,
+                                            unsigned lanes = 32) const {
+        constexpr unsigned full = 0xffffffffu;
+        const unsigned lane = threadIdx.x & 31u, named = lanes >= 32 ? full : (1u << lanes) - 1;
+        const bool mine = lane < lanes;
+        std::uint32_t frame = 0;
+        bool hit = false;
+        if (mine) {
+            profile_note(view_, first * sizeof(T), n * sizeof(T));
+            hit = try_hit(view_, page, write, frame);
+            if (hit && write) note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
+        }
+        const unsigned hits = __ballot_sync(full, hit);
+        if (lane == 0 && hits != 0)
+            view_.count(WarpGroup::self().shard(), c_hits, static_cast<std::uint64_t>(__popc(hits)));
+        std::byte* data = hit ? view_.frame_data(frame) : nullptr;
+        for (unsigned misses = named & ~hits; misses != 0; misses &= misses - 1) {
+            const int k = __ffs(static_cast<int>(misses)) - 1;
+            std::byte* d =
+                acquire_noted(__shfl_sync(full, page, k), write, __shfl_sync(full, first, k), __shfl_sync(full, n, k));
+            if (lane == static_cast<unsigned>(k)) data = d;
+        }
+        return {reinterpret_cast<T*>(data), mine ? view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)) : 0,
+                page, write};
+    }
+    // Ends warp_acquire_each(.., lanes): every lane's reads and writes of every page happen before each lane drops
+    // what its page holds.
+    __device__ void warp_release_each(const PageRef<T>& r, unsigned lanes = 32) const {
+        if (r.write) __threadfence();
+        __syncwarp();
+        if ((threadIdx.x & 31u) < lanes) end_access(view_, r.page, reinterpret_cast<const std::byte*>(r.data), r.write);
     }
 
     // One thread, any control flow: reads element i. With at least as many frames as pages a hit is
@@ -244,6 +279,16 @@ public:
     }
 
 private:
+    // warp_acquire after the profile note: the protocol (pager.hpp's acquire), and the write's blocks marked.
+    __device__ std::byte* acquire_noted(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
+        WarpGroup g = WarpGroup::self();
+        DeviceMover m = mover_;
+        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T), (first - page * per_page()) * sizeof(T));
+        if (write && g.leader() && p != view_.host_page(page))
+            note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
+        return p;
+    }
+
     // get()'s misses: the threads of `mask` (all at this call) run the protocol for their own pages until
     // each has its element (`done`: had it already), and copy every page one of them fills together.
     // Called with the full mask (the whole warp got here, checked before anything else) or with

@@ -524,19 +524,50 @@ UMEM_HD inline bool whole_resident(Pte e) {
     return (e.word & (Pte::state_mask | Pte::partial)) == static_cast<std::uint64_t>(PageState::resident);
 }
 
+// A hit on a pinned page (`e`: its word before the pin): the bits the access owes it. At most one more
+// atomic (a fetch_or, which needs no answer), and only until the bits are set and the hits counted pay
+// for the fill.
+UMEM_HD inline void mark_hit(const PagerView& v, std::uint64_t* slot, Pte e, bool write) {
+    std::uint64_t set = (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
+                        (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0) |
+                        (e.hits() < v.paid_hits() ? e.next_hit() : 0);
+    if (set != 0) atom::fetch_or(slot, set, atom::relaxed);  // an evictor's CAS sees them in the word
+}
+
+// An access that is a hit and nothing else: the page resident whole, held as held() says (pinned unless
+// nothing is ever evicted: a resident page then stays where it is, no pin, no eviction bits), its bits
+// set, `frame` its frame. Otherwise false with nothing held: take begin_access. Counts nothing, so that
+// lanes looking up pages of their own at once (Array::warp_acquire of several pages) count together.
+UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, bool write, std::uint32_t& frame) {
+    assert(page < v.pages && "umem: access beyond the end of the array");
+    std::uint64_t* slot = &v.pte[page];
+    if (v.never_evicts()) {
+        Pte e{atom::load_dep(slot)};  // see find_resident
+        if (!whole_resident(e)) return false;
+        if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
+        frame = e.frame();
+        return true;
+    }
+    Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
+    if (!whole_resident(e)) {
+        atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
+        return false;
+    }
+    mark_hit(v, slot, e, write);
+    frame = e.frame();
+    return true;
+}
+
 // Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
 // The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks).
 UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
                                  std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
-    if (v.never_evicts()) {           // a resident page stays where it is: no pin, no eviction bits
-        Pte e{atom::load_dep(slot)};  // see find_resident
-        if (whole_resident(e)) {
-            v.count(shard, c_hits);
-            if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-            return {Step::hit, e.frame(), no_page, 0, 0};
-        }
+    std::uint32_t frame = 0;
+    if (v.never_evicts() && try_hit(v, page, write, frame)) {
+        v.count(shard, c_hits);
+        return {Step::hit, frame, no_page, 0, 0};
     }
     Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     switch (e.state()) {
@@ -561,12 +592,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
                 if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
                 return {Step::hit, e.frame(), no_page, 0, 0};
             }
-            // At most one more atomic (a fetch_or, which needs no answer), and only until the bits
-            // are set and the hits counted pay for the fill.
-            std::uint64_t set = (write && !e.is(Pte::dirty) ? Pte::dirty : 0) |
-                                (v.eviction == Eviction::clock && !e.is(Pte::referenced) ? Pte::referenced : 0) |
-                                (e.hits() < v.paid_hits() ? e.next_hit() : 0);
-            if (set != 0) atom::fetch_or(slot, set, atom::relaxed);  // an evictor's CAS sees them in the word
+            mark_hit(v, slot, e, write);
             return {Step::hit, e.frame(), no_page, 0, 0};
         }
         case PageState::host: {

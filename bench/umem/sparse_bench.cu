@@ -162,11 +162,15 @@ std::uint64_t parallel_sum(std::uint64_t n, F f) {
 // Memory the GPU reads in place: zero-copy host memory, UVM or device memory.
 struct Direct {
     Word* base;
-    __device__ std::uint64_t page_words() const { return kPageWords; }
+    __host__ __device__ std::uint64_t page_words() const { return kPageWords; }
     __device__ Word* acquire(std::uint64_t page, bool, std::uint64_t, std::uint32_t) const {
         return base + page * kPageWords;
     }
     __device__ void release(std::uint64_t, Word*, bool) const {}
+    __device__ Word* acquire_each(std::uint64_t page, bool, std::uint64_t, std::uint32_t, unsigned) const {
+        return base + page * kPageWords;
+    }
+    __device__ void release_each(std::uint64_t, Word*, bool, unsigned) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const {
         for (int k = 0; k < 4; ++k) x[k] = load_cg(base + i[k]);
@@ -179,11 +183,18 @@ struct Direct {
 struct Paged {
     Array<Word> a;
     GpuPager* pager = nullptr;
-    __device__ std::uint64_t page_words() const { return a.per_page(); }
+    __host__ __device__ std::uint64_t page_words() const { return a.per_page(); }
     __device__ Word* acquire(std::uint64_t page, bool write, std::uint64_t first, std::uint32_t n) const {
         return a.warp_acquire(page, write, first, n).data;
     }
     __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
+    __device__ Word* acquire_each(std::uint64_t page, bool write, std::uint64_t first, std::uint32_t n,
+                                  unsigned lanes) const {
+        return a.warp_acquire_each(page, write, first, n, lanes).data;
+    }
+    __device__ void release_each(std::uint64_t page, Word* p, bool write, unsigned lanes) const {
+        a.warp_release_each({p, 0, page, write}, lanes);
+    }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const { a.get(i, x); }
 };
@@ -228,6 +239,58 @@ __global__ void __launch_bounds__(256, 2)
         s = warp_sum(s);
         if ((threadIdx.x & 31) == 0) sums[j] = s;
     }
+}
+
+// --lane-rows: a warp takes 32 lookups at once, lane l naming lookup j + l's row, and acquires their pages
+// together (Array::warp_acquire_each), then reads the rows kInFlight at a time with all their loads in flight:
+// one row after another waits for each row's page-table word and words in turn. Only where no row straddles
+// pages (launch_lookups).
+constexpr unsigned kInFlight = 8;
+template <class Src>
+__global__ void __launch_bounds__(256, 2)
+    lane_rows_kernel(Src src, const std::uint32_t* rows, std::uint64_t n, std::uint32_t row_words, Word* sums) {
+    const unsigned lane = threadIdx.x & 31;
+    const std::uint64_t per = src.page_words();
+    const unsigned shift = static_cast<unsigned>(__ffsll(static_cast<long long>(per)) - 1);
+    for (std::uint64_t j = warp_id() * 32; j < n; j += warp_count() * 32) {
+        const unsigned lanes = n - j < 32 ? static_cast<unsigned>(n - j) : 32;
+        const std::uint64_t first = lane < lanes ? std::uint64_t{rows[j + lane]} * row_words : 0;
+        Word* page_data = src.acquire_each(first >> shift, false, first, row_words, lanes);
+        const Word* row = page_data + (first & (per - 1));
+        Word mine = 0;
+        for (unsigned k0 = 0; k0 < lanes; k0 += kInFlight) {
+            const Word* r[kInFlight];  // shuffled here, where every lane is: not in the loop below
+#pragma unroll
+            for (unsigned i = 0; i < kInFlight; ++i)
+                r[i] = reinterpret_cast<const Word*>(
+                    __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(row), (k0 + i) & 31));
+            Word s[kInFlight] = {};
+            for (std::uint32_t w = lane; w < row_words; w += 32) {
+                Word x[kInFlight];
+#pragma unroll
+                for (unsigned i = 0; i < kInFlight; ++i) x[i] = k0 + i < lanes ? load_cg(r[i] + w) : 0;
+#pragma unroll
+                for (unsigned i = 0; i < kInFlight; ++i) s[i] += x[i];
+            }
+#pragma unroll
+            for (unsigned i = 0; i < kInFlight; ++i) {
+                const Word t = warp_sum(s[i]);
+                if (lane == k0 + i) mine = t;
+            }
+        }
+        src.release_each(first >> shift, page_data, false, lanes);
+        if (lane < lanes) sums[j + lane] = mine;
+    }
+}
+
+// The lookup kernel: lane rows where asked and every row sits inside a page (its words divide a page's).
+template <class Src>
+void launch_lookups(bool lane_rows, unsigned blocks, const Src& src, const std::uint32_t* rows, std::uint64_t n,
+                    std::uint32_t row_words, Word* sums) {
+    if (lane_rows && src.page_words() % row_words == 0)
+        lane_rows_kernel<<<blocks, 256>>>(src, rows, n, row_words, sums);
+    else
+        lookup_kernel<<<blocks, 256>>>(src, rows, n, row_words, sums);
 }
 
 // One warp per lookup: delta(j0 + j) atomically added to every word of the row.
@@ -380,6 +443,7 @@ struct Options {
     bool read_through = false;            // also umem read-through (4 KiB pages)
     bool replay = false;                  // lookups: every batch replays batch 1 (later batches: hits only)
     bool get4 = false;                    // elements: single elements read four at a time (Array::get of four)
+    bool lane_rows = false;               // lookups: a warp takes 32 at once, a row a lane (Array::warp_acquire_each)
     Workloads only;                       // --only: those workloads, or all
     bool uvm = true;
     std::string detail_path;
@@ -533,14 +597,14 @@ private:
             GpuPager pager(pager_config(pb, 100, adm), data_->p, Engine::gpu_threads);
             Paged p{Array<Word>(pager.view(), pager.ring()), &pager};
             ev_.time_ms([&] {
-                if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(current(p), dr.p, n, row_words_, sums.p);
+                if (pb >= opt_.row) launch_lookups(opt_.lane_rows, blocks_, current(p), dr.p, n, row_words_, sums.p);
                 elements_kernel<<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
                 if (opt_.get4)
                     elements_kernel<Paged, true><<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
             });
         }
         ev_.time_ms([&] {
-            if (pb >= opt_.row) lookup_kernel<<<blocks_, 256>>>(d, dr.p, n, row_words_, sums.p);
+            if (pb >= opt_.row) launch_lookups(opt_.lane_rows, blocks_, d, dr.p, n, row_words_, sums.p);
             elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
             if (opt_.get4) elements_kernel<Direct, true><<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
         });
@@ -604,7 +668,8 @@ private:
             num(opt_.batches > 1 ? 100.0 * double(new_later) / double(std::uint64_t{opt_.batches - 1} * opt_.batch)
                                  : 0.0),
             "% rows never read before; the hottest row has ", num(100.0 * double(hot_n) / double(opt_.batch)),
-            "% of batch 1; made in ", num(seconds_since(t0), "%.1f"), " s");
+            "% of batch 1; made in ", num(seconds_since(t0), "%.1f"), " s",
+            opt_.lane_rows ? "; a warp takes 32 lookups at once, a row a lane (--lane-rows)" : "");
         std::printf("%s\n", info.c_str());
         detail_line("\n" + info);
         didx_ = std::make_unique<DeviceBuf<std::uint32_t>>(std::uint64_t{opt_.batches} * opt_.batch);
@@ -641,7 +706,9 @@ private:
             ck(cudaMemset(sums.p, 0, n * 8), "memset");
             timed(
                 std::move(r), opt_.batches,
-                [&](unsigned b) { lookup_kernel<<<blocks_, 256>>>(current(src), batch_idx(b), n, row_words_, sums.p); },
+                [&](unsigned b) {
+                    launch_lookups(opt_.lane_rows, blocks_, current(src), batch_idx(b), n, row_words_, sums.p);
+                },
                 check, after);
         };
         run(new_row("lookups", "zero-copy", "-", useful), Direct{words()}, none);
@@ -952,11 +1019,13 @@ void usage(FILE* f) {
         "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
         "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
         "         [--pages 128,256,512,1024,2048,4096] [--runs 1,4,8] [--passes 3] [--read-through] [--replay]\n"
-        "         [--get4]\n"
+        "         [--get4] [--lane-rows]\n"
         "  umem runs with its default (automatic page size) and with each fixed page size of --pages;\n"
         "  --replay: every lookup batch replays batch 1 (later batches read resident rows: hits)\n"
         "  --get4: elements (runs of 1) read four at a time, Array::get of four indices, zero-copy and device\n"
         "          memory likewise\n"
+        "  --lane-rows: a warp takes 32 lookups at once, each lane naming one row, their pages acquired together\n"
+        "          (Array::warp_acquire_each), the rows read 8 at a time; zero-copy and device memory likewise\n"
         "  sizes in GiB may be decimals; counts take K, M, G (powers of 2); pools are percent of each array\n");
 }
 
@@ -995,6 +1064,8 @@ Options parse(int argc, char** argv) {
             o.replay = true;
         else if (a == "--get4")
             o.get4 = true;
+        else if (a == "--lane-rows")
+            o.lane_rows = true;
         else if (a == "--scatter-pool")
             o.scatter_pool = parse_double(a, value());
         else if (a == "--elem-gib")

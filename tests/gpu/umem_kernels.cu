@@ -111,24 +111,55 @@ __host__ __device__ inline void row_op(std::uint32_t& s, std::uint64_t blocks, s
     write_row = next(s) % (kPattern / kRowWords) + kPattern / kRowWords;
 }
 
+// N > 1: each op takes N draws of row_op and acquires their N read rows at once, lane k naming row k
+// (Array::warp_acquire_each), then, every other op, their N write rows at once; two draws may name the same page.
+template <unsigned N>
 __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, unsigned long long* bad) {
     unsigned lane = threadIdx.x & 31;
     std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     std::uint32_t s = warp * 2246822519u + 3;
     constexpr std::uint64_t rows_per_block = kWords / kRowWords;
     for (std::uint32_t i = 0; i < ops; ++i) {
-        std::uint64_t block;
-        std::uint32_t rr, wr;
-        row_op(s, blocks, block, rr, wr);
-        std::uint64_t page = block * rows_per_block + rr;
-        PageRef<std::uint64_t> r = a.warp_acquire(page, false);
-        unsigned wrong = load_cg(r.data + lane) != page * kRowWords + lane;
-        a.warp_release(r);
-        if (i % 2 == 1) {
-            page = block * rows_per_block + wr;
-            r = a.warp_acquire(page, true);
-            atomicAdd(reinterpret_cast<unsigned long long*>(r.data + lane), 1ull);
+        std::uint64_t read[N], written[N];
+        for (unsigned k = 0; k < N; ++k) {
+            std::uint64_t block;
+            std::uint32_t rr, wr;
+            row_op(s, blocks, block, rr, wr);
+            read[k] = block * rows_per_block + rr;
+            written[k] = block * rows_per_block + wr;
+        }
+        unsigned wrong = 0;
+        if constexpr (N == 1) {
+            PageRef<std::uint64_t> r = a.warp_acquire(read[0], false);
+            wrong += load_cg(r.data + lane) != read[0] * kRowWords + lane;
             a.warp_release(r);
+            if (i % 2 == 1) {
+                r = a.warp_acquire(written[0], true);
+                atomicAdd(reinterpret_cast<unsigned long long*>(r.data + lane), 1ull);
+                a.warp_release(r);
+            }
+        } else {  // lane k names row k
+            std::uint64_t mine = 0;
+            for (unsigned k = 0; k < N; ++k)
+                if (lane == k) mine = read[k];
+            PageRef<std::uint64_t> r = a.warp_acquire_each(mine, false, mine * kRowWords, kRowWords, N);
+            for (unsigned k = 0; k < N; ++k) {
+                const auto* p = reinterpret_cast<const std::uint64_t*>(
+                    __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.data), k));
+                wrong += load_cg(p + lane) != read[k] * kRowWords + lane;
+            }
+            a.warp_release_each(r, N);
+            if (i % 2 == 1) {
+                for (unsigned k = 0; k < N; ++k)
+                    if (lane == k) mine = written[k];
+                r = a.warp_acquire_each(mine, true, mine * kRowWords, kRowWords, N);
+                for (unsigned k = 0; k < N; ++k)
+                    atomicAdd(reinterpret_cast<unsigned long long*>(
+                                  __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.data), k)) +
+                                  lane,
+                              1ull);
+                a.warp_release_each(r, N);
+            }
         }
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));
@@ -199,14 +230,14 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
 // What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
 // of a row, the same random walk on the host.
 void expect_row_writes(std::vector<std::uint64_t>& expect, std::uint64_t blocks, std::uint32_t warps, std::uint32_t ops,
-                       std::uint32_t seed) {
+                       std::uint32_t seed, unsigned at_once = 1) {
     for (std::uint32_t warp = 0; warp < warps; ++warp) {
         std::uint32_t s = warp * 2246822519u + seed;
-        for (std::uint32_t i = 0; i < ops; ++i) {
+        for (std::uint32_t i = 0; i < ops * at_once; ++i) {
             std::uint64_t block;
             std::uint32_t rr, wr;
             row_op(s, blocks, block, rr, wr);
-            if (i % 2 == 1)
+            if (i / at_once % 2 == 1)
                 for (std::uint32_t w = 0; w < kRowWords; ++w) ++expect[block * kWords + wr * kRowWords + w];
         }
     }
@@ -282,7 +313,8 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
     return r;
 }
 
-MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops) {
+MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops,
+                     unsigned at_once) {
     Host data(blocks * kWords * 8);
     fill(data.p, blocks);
     Config c;
@@ -293,7 +325,13 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
-        rows_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), blocks, ops, bad.p);
+        Array<std::uint64_t> a(pager.view(), pager.ring());
+        if (at_once == 32)
+            rows_kernel<32><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
+        else if (at_once == 4)
+            rows_kernel<4><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
+        else
+            rows_kernel<1><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
         ck(cudaDeviceSynchronize(), "rows kernel");
         pager.flush();
         r.bad_reads = bad.get();
@@ -301,7 +339,7 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     }
     std::vector<std::uint64_t> expect(blocks * kWords);
     fill(expect.data(), blocks);
-    expect_row_writes(expect, blocks, (warps + 7) / 8 * 8, ops, 3);
+    expect_row_writes(expect, blocks, (warps + 7) / 8 * 8, ops, 3, at_once == 32 || at_once == 4 ? at_once : 1);
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
     return r;
 }

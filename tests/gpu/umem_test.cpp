@@ -64,16 +64,18 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, every word exact") {
+TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 32 at once, every word exact") {
     need_gpu();
     const std::uint64_t blocks = 2048, rows = blocks * 16;  // 8 MiB
-    for (std::uint64_t frames : {rows, rows / 4, std::uint64_t{16}}) {
-        INFO("frames " << frames);
-        MixedResult r = run_rows(blocks, frames, 256, 200);
-        CHECK(r.bad_reads == 0);
-        CHECK(r.bad_words == 0);
-        CHECK(r.stats[c_bytes_in] == r.stats[c_fills] * 256);
-    }
+    for (unsigned at_once : {1u, 4u, 32u})
+        for (std::uint64_t frames : {rows, rows / 4, std::uint64_t{16}}) {
+            INFO("frames " << frames << ", rows at once " << at_once);
+            MixedResult r = run_rows(blocks, frames, 256, 200, at_once);
+            CHECK(r.bad_reads == 0);
+            CHECK(r.bad_words == 0);
+            CHECK(r.stats[c_bytes_in] == r.stats[c_fills] * 256);
+            CHECK(r.stats[c_hits] > 0);
+        }
 }
 
 TEST_CASE("the automatic page size: rows move a small pool to 256 B pages, gathers keep 4 KiB, every word exact") {
