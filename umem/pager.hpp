@@ -534,20 +534,22 @@ UMEM_HD inline void mark_hit(const PagerView& v, std::uint64_t* slot, Pte e, boo
     if (set != 0) atom::fetch_or(slot, set, atom::relaxed);  // an evictor's CAS sees them in the word
 }
 
+// A hit where nothing is ever evicted: a resident page stays where it is, so no pin and no eviction bits.
+UMEM_HD inline bool unpinned_hit(std::uint64_t* slot, bool write, std::uint32_t& frame) {
+    Pte e{atom::load_dep(slot)};  // see find_resident
+    if (!whole_resident(e)) return false;
+    if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
+    frame = e.frame();
+    return true;
+}
 // An access that is a hit and nothing else: the page resident whole, held as held() says (pinned unless
-// nothing is ever evicted: a resident page then stays where it is, no pin, no eviction bits), its bits
-// set, `frame` its frame. Otherwise false with nothing held: take begin_access. Counts nothing, so that
-// lanes looking up pages of their own at once (Array::warp_acquire of several pages) count together.
+// nothing is ever evicted), its bits set, `frame` its frame. Otherwise false with nothing held: take
+// begin_access. Counts nothing, so that lanes looking up pages of their own at once
+// (Array::warp_acquire_each) count together.
 UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, bool write, std::uint32_t& frame) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
-    if (v.never_evicts()) {
-        Pte e{atom::load_dep(slot)};  // see find_resident
-        if (!whole_resident(e)) return false;
-        if (write && !e.is(Pte::dirty)) atom::fetch_or(slot, Pte::dirty);
-        frame = e.frame();
-        return true;
-    }
+    if (v.never_evicts()) return unpinned_hit(slot, write, frame);
     Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     if (!whole_resident(e)) {
         atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
@@ -565,7 +567,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
     std::uint32_t frame = 0;
-    if (v.never_evicts() && try_hit(v, page, write, frame)) {
+    if (v.never_evicts() && unpinned_hit(slot, write, frame)) {
         v.count(shard, c_hits);
         return {Step::hit, frame, no_page, 0, 0};
     }
