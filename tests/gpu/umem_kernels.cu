@@ -111,10 +111,13 @@ __host__ __device__ inline void row_op(std::uint32_t& s, std::uint64_t blocks, s
     write_row = next(s) % (kPattern / kRowWords) + kPattern / kRowWords;
 }
 
-// N > 1: each op takes N draws of row_op and acquires their N read rows at once, lane k naming row k
-// (Array::warp_acquire_each), then, every other op, their N write rows at once; two draws may name the same page.
+// N > 1 (at most 16): each op takes N draws of row_op and acquires their N read rows and N write rows at once
+// for reading, lane k naming read row k and lane N + k write row k (Array::warp_acquire_each), then, every other
+// op, the N write rows for writing: writes then find their pages resident and clean. Two draws may name the
+// same page.
 template <unsigned N>
 __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, unsigned long long* bad) {
+    static_assert(N == 1 || 2 * N <= 32, "a lane for each read and each written row");
     unsigned lane = threadIdx.x & 31;
     std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     std::uint32_t s = warp * 2246822519u + 3;
@@ -138,17 +141,19 @@ __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::u
                 atomicAdd(reinterpret_cast<unsigned long long*>(r.data + lane), 1ull);
                 a.warp_release(r);
             }
-        } else {  // lane k names row k
+        } else {  // lane k names read row k, lane N + k written row k (read first, as a read-modify-write would)
             std::uint64_t mine = 0;
-            for (unsigned k = 0; k < N; ++k)
+            for (unsigned k = 0; k < N; ++k) {
                 if (lane == k) mine = read[k];
-            PageRef<std::uint64_t> r = a.warp_acquire_each(mine, false, mine * kRowWords, kRowWords, N);
+                if (lane == N + k) mine = written[k];
+            }
+            PageRef<std::uint64_t> r = a.warp_acquire_each(mine, false, mine * kRowWords, kRowWords, 2 * N);
             for (unsigned k = 0; k < N; ++k) {
                 const auto* p = reinterpret_cast<const std::uint64_t*>(
                     __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.data), k));
                 wrong += load_cg(p + lane) != read[k] * kRowWords + lane;
             }
-            a.warp_release_each(r, N);
+            a.warp_release_each(r, 2 * N);
             if (i % 2 == 1) {
                 for (unsigned k = 0; k < N; ++k)
                     if (lane == k) mine = written[k];
@@ -326,8 +331,8 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
         Array<std::uint64_t> a(pager.view(), pager.ring());
-        if (at_once == 32)
-            rows_kernel<32><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
+        if (at_once == 16)
+            rows_kernel<16><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
         else if (at_once == 4)
             rows_kernel<4><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
         else
@@ -339,7 +344,7 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     }
     std::vector<std::uint64_t> expect(blocks * kWords);
     fill(expect.data(), blocks);
-    expect_row_writes(expect, blocks, (warps + 7) / 8 * 8, ops, 3, at_once == 32 || at_once == 4 ? at_once : 1);
+    expect_row_writes(expect, blocks, (warps + 7) / 8 * 8, ops, 3, at_once == 16 || at_once == 4 ? at_once : 1);
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
     return r;
 }
