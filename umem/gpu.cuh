@@ -172,13 +172,14 @@ public:
         release(view_, r.page, g, reinterpret_cast<const std::byte*>(r.data), r.write);
     }
 
-    // Warp-collective, every lane its own page: lanes [0, lanes) each name one, of which the warp reads elements
-    // [first, first + n) (a page may come more than once); the other lanes name none. Returns this lane's page;
-    // any lane may read (and, with write, write) any lane's page through its data (shuffled). All pages'
-    // page-table words are looked up at once, one a lane (try_hit), where one warp_acquire after another waits
-    // for each in turn; the pages that were not hits are then acquired one by one, holding the hits. Release
-    // with warp_release_each(r, lanes).
-    __device__ PageRef<T> warp_acquire_each(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n,
+    // Warp-collective reads, every lane its own page: lanes [0, lanes) each name one, of which the warp reads
+    // elements [first, first + n) (a page may come more than once); the other lanes name none. Returns this lane's
+    // page; any lane may read any lane's page through its data (shuffled). All pages' page-table words are looked
+    // up at once, one a lane (try_hit), where one warp_acquire after another waits for each in turn; the pages that
+    // were not hits are then acquired one by one, holding the hits. Release with warp_release_each(r, lanes).
+    // Reads only: a write in host memory may wait for a free writer slot (Pte::max_writers), and warps that held
+    // some while waiting for others could wait for each other for ever; write with warp_acquire, a page at a time.
+    __device__ PageRef<T> warp_acquire_each(std::uint64_t page, std::uint64_t first, std::uint64_t n,
                                             unsigned lanes = 32) const {
         constexpr unsigned full = 0xffffffffu;
         const unsigned lane = threadIdx.x & 31u, named = lanes >= 32 ? full : (1u << lanes) - 1;
@@ -187,8 +188,7 @@ public:
         bool hit = false;
         if (mine) {
             profile_note(view_, first * sizeof(T), n * sizeof(T));
-            hit = try_hit(view_, page, write, frame);
-            if (hit && write) note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
+            hit = try_hit(view_, page, frame);
         }
         const unsigned hits = __ballot_sync(full, hit);
         if (lane == 0 && hits != 0)
@@ -197,18 +197,17 @@ public:
         for (unsigned misses = named & ~hits; misses != 0; misses &= misses - 1) {
             const int k = __ffs(static_cast<int>(misses)) - 1;
             std::byte* d =
-                acquire_noted(__shfl_sync(full, page, k), write, __shfl_sync(full, first, k), __shfl_sync(full, n, k));
+                acquire_noted(__shfl_sync(full, page, k), false, __shfl_sync(full, first, k), __shfl_sync(full, n, k));
             if (lane == static_cast<unsigned>(k)) data = d;
         }
         return {reinterpret_cast<T*>(data), mine ? view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)) : 0,
-                page, write};
+                page, false};
     }
-    // Ends warp_acquire_each(.., lanes): every lane's reads and writes of every page happen before each lane drops
-    // what its page holds.
+    // Ends warp_acquire_each(.., lanes): every lane's reads of every page happen before each lane drops what its
+    // page holds.
     __device__ void warp_release_each(const PageRef<T>& r, unsigned lanes = 32) const {
-        if (r.write) __threadfence();
         __syncwarp();
-        if ((threadIdx.x & 31u) < lanes) end_access(view_, r.page, reinterpret_cast<const std::byte*>(r.data), r.write);
+        if ((threadIdx.x & 31u) < lanes) end_access(view_, r.page, reinterpret_cast<const std::byte*>(r.data), false);
     }
 
     // One thread, any control flow: reads element i. With at least as many frames as pages a hit is

@@ -542,20 +542,19 @@ UMEM_HD inline bool unpinned_hit(std::uint64_t* slot, bool write, std::uint32_t&
     frame = e.frame();
     return true;
 }
-// An access that is a hit and nothing else: the page resident whole, held as held() says (pinned unless
-// nothing is ever evicted), its bits set, `frame` its frame. Otherwise false with nothing held: take
-// begin_access. Counts nothing, so that lanes looking up pages of their own at once
-// (Array::warp_acquire_each) count together.
-UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, bool write, std::uint32_t& frame) {
+// A read that is a hit and nothing else: the page resident whole, held as held() says (pinned unless nothing
+// is ever evicted), its bits set, `frame` its frame. Otherwise false with nothing held: take begin_access.
+// Counts nothing, so that lanes looking up pages of their own at once (Array::warp_acquire_each) count together.
+UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_t& frame) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
-    if (v.never_evicts()) return unpinned_hit(slot, write, frame);
+    if (v.never_evicts()) return unpinned_hit(slot, false, frame);
     Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     if (!whole_resident(e)) {
         atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
         return false;
     }
-    mark_hit(v, slot, e, write);
+    mark_hit(v, slot, e, false);
     frame = e.frame();
     return true;
 }

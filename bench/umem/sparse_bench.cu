@@ -167,10 +167,10 @@ struct Direct {
         return base + page * kPageWords;
     }
     __device__ void release(std::uint64_t, Word*, bool) const {}
-    __device__ Word* acquire_each(std::uint64_t page, bool, std::uint64_t, std::uint32_t, unsigned) const {
+    __device__ Word* acquire_each(std::uint64_t page, std::uint64_t, std::uint32_t, unsigned) const {
         return base + page * kPageWords;
     }
-    __device__ void release_each(std::uint64_t, Word*, bool, unsigned) const {}
+    __device__ void release_each(std::uint64_t, Word*, unsigned) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const {
         for (int k = 0; k < 4; ++k) x[k] = load_cg(base + i[k]);
@@ -188,12 +188,11 @@ struct Paged {
         return a.warp_acquire(page, write, first, n).data;
     }
     __device__ void release(std::uint64_t page, Word* p, bool write) const { a.warp_release({p, 0, page, write}); }
-    __device__ Word* acquire_each(std::uint64_t page, bool write, std::uint64_t first, std::uint32_t n,
-                                  unsigned lanes) const {
-        return a.warp_acquire_each(page, write, first, n, lanes).data;
+    __device__ Word* acquire_each(std::uint64_t page, std::uint64_t first, std::uint32_t n, unsigned lanes) const {
+        return a.warp_acquire_each(page, first, n, lanes).data;
     }
-    __device__ void release_each(std::uint64_t page, Word* p, bool write, unsigned lanes) const {
-        a.warp_release_each({p, 0, page, write}, lanes);
+    __device__ void release_each(std::uint64_t page, Word* p, unsigned lanes) const {
+        a.warp_release_each({p, 0, page, false}, lanes);
     }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const { a.get(i, x); }
@@ -255,7 +254,7 @@ __global__ void __launch_bounds__(256, 2)
     for (std::uint64_t j = warp_id() * 32; j < n; j += warp_count() * 32) {
         const unsigned lanes = n - j < 32 ? static_cast<unsigned>(n - j) : 32;
         const std::uint64_t first = lane < lanes ? std::uint64_t{rows[j + lane]} * row_words : 0;
-        Word* page_data = src.acquire_each(first >> shift, false, first, row_words, lanes);
+        Word* page_data = src.acquire_each(first >> shift, first, row_words, lanes);
         const Word* row = page_data + (first & (per - 1));
         Word mine = 0;
         for (unsigned k0 = 0; k0 < lanes; k0 += kInFlight) {
@@ -278,7 +277,7 @@ __global__ void __launch_bounds__(256, 2)
                 if (lane == k0 + i) mine = t;
             }
         }
-        src.release_each(first >> shift, page_data, false, lanes);
+        src.release_each(first >> shift, page_data, lanes);
         if (lane < lanes) sums[j + lane] = mine;
     }
 }

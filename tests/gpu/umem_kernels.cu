@@ -111,9 +111,9 @@ __host__ __device__ inline void row_op(std::uint32_t& s, std::uint64_t blocks, s
     write_row = next(s) % (kPattern / kRowWords) + kPattern / kRowWords;
 }
 
-// N > 1 (at most 16): each op takes N draws of row_op and acquires their N read rows and N write rows at once
-// for reading, lane k naming read row k and lane N + k write row k (Array::warp_acquire_each), then, every other
-// op, the N write rows for writing: writes then find their pages resident and clean. Two draws may name the
+// N > 1 (at most 16): each op takes N draws of row_op and reads their N read rows and N write rows at once,
+// lane k naming read row k and lane N + k write row k (Array::warp_acquire_each), then, every other op, writes
+// the N write rows a page at a time: writes then find their pages resident and clean. Two draws may name the
 // same page.
 template <unsigned N>
 __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, unsigned long long* bad) {
@@ -147,24 +147,19 @@ __global__ void rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::u
                 if (lane == k) mine = read[k];
                 if (lane == N + k) mine = written[k];
             }
-            PageRef<std::uint64_t> r = a.warp_acquire_each(mine, false, mine * kRowWords, kRowWords, 2 * N);
+            PageRef<std::uint64_t> r = a.warp_acquire_each(mine, mine * kRowWords, kRowWords, 2 * N);
             for (unsigned k = 0; k < N; ++k) {
                 const auto* p = reinterpret_cast<const std::uint64_t*>(
                     __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.data), k));
                 wrong += load_cg(p + lane) != read[k] * kRowWords + lane;
             }
             a.warp_release_each(r, 2 * N);
-            if (i % 2 == 1) {
-                for (unsigned k = 0; k < N; ++k)
-                    if (lane == k) mine = written[k];
-                r = a.warp_acquire_each(mine, true, mine * kRowWords, kRowWords, N);
-                for (unsigned k = 0; k < N; ++k)
-                    atomicAdd(reinterpret_cast<unsigned long long*>(
-                                  __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(r.data), k)) +
-                                  lane,
-                              1ull);
-                a.warp_release_each(r, N);
-            }
+            if (i % 2 == 1)
+                for (unsigned k = 0; k < N; ++k) {  // writes a page at a time
+                    PageRef<std::uint64_t> w = a.warp_acquire(written[k], true);
+                    atomicAdd(reinterpret_cast<unsigned long long*>(w.data + lane), 1ull);
+                    a.warp_release(w);
+                }
         }
         for (int o = 16; o > 0; o >>= 1) wrong += __shfl_xor_sync(0xffffffffu, wrong, o);
         if (lane == 0 && wrong) atomicAdd(bad, static_cast<unsigned long long>(wrong));

@@ -27,7 +27,7 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
 
 // Warps read 256-byte rows and add 1 atomically to every word of other rows, the array paged in
 // 256-byte pages (`frames` of them); host memory is checked word by word after flush(). at_once 4 or 16:
-// that many rows acquired at once, a lane each (Array::warp_acquire_each), else one by one.
+// that many rows read at once, a lane each (Array::warp_acquire_each), else one by one.
 MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops,
                      unsigned at_once = 1);
 

@@ -76,6 +76,14 @@ TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 
             CHECK(r.stats[c_bytes_in] == r.stats[c_fills] * 256);
             CHECK(r.stats[c_hits] > 0);
         }
+    // Two 4 KiB blocks (32 rows): the 32 lanes of a warp name the same rows many times while 256 warps write
+    // them through 8 frames.
+    for (std::uint64_t frames : {std::uint64_t{32}, std::uint64_t{8}}) {
+        INFO("hot rows, frames " << frames);
+        MixedResult r = run_rows(2, frames, 256, 200, 16);
+        CHECK(r.bad_reads == 0);
+        CHECK(r.bad_words == 0);
+    }
 }
 
 TEST_CASE("the automatic page size: rows move a small pool to 256 B pages, gathers keep 4 KiB, every word exact") {
