@@ -823,29 +823,35 @@ struct Relaid {
     Relaid(const Relaid&) = delete;  // the view points into it
 };
 
-// The host pager's tables seen as an automatic GPU pager's at its 4 KiB start, before the first choice.
-PagerView automatic_start(const HostPager& p, std::vector<std::uint64_t>& slots, std::vector<std::uint64_t>& sectors,
-                          std::vector<std::uint32_t>& marks) {
-    PagerView v = p.view();
-    slots.assign(profile_words, 0);
-    sectors.assign(v.pages, 0);
-    marks.assign(v.pages, 0);
-    v.profile = slots.data();
-    v.profile_bits = profile_bits_for(v.bytes);
-    v.sectors = sectors.data();
-    v.dirty_blocks = marks.data();
-    return v;
-}
+// A host pager over `pages` numbered pages whose tables are seen as an automatic GPU pager's at its 4 KiB start,
+// before the first choice (the profile, partial pages' blocks and dirty marks laid on its view).
+struct AutomaticStart {
+    std::vector<std::uint64_t> data, slots, sectors;
+    std::vector<std::uint32_t> marks;
+    HostPager pager;
+    PagerView view;
+    AutomaticStart(std::uint64_t pages, std::uint64_t frames, Admission a)
+        : data(numbered(pages)), pager(config(pages, frames, a), bytes(data)), view(pager.view()) {
+        slots.assign(profile_words, 0);
+        sectors.assign(view.pages, 0);
+        marks.assign(view.pages, 0);
+        view.profile = slots.data();
+        view.profile_bits = profile_bits_for(view.bytes);
+        view.sectors = sectors.data();
+        view.dirty_blocks = marks.data();
+    }
+    AutomaticStart(const AutomaticStart&) = delete;  // the view points into it
+};
 
 TEST_CASE(
     "before the first choice of page size, a small access fills only its own blocks, the rest as they are needed") {
     const std::uint64_t pages = 8;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
         INFO("frames " << frames);
-        std::vector<std::uint64_t> d = numbered(pages), slots, sectors;
-        std::vector<std::uint32_t> marks;
-        HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
-        PagerView v = automatic_start(p, slots, sectors, marks);
+        AutomaticStart start(pages, frames, Admission::adaptive);
+        HostPager& p = start.pager;
+        PagerView& v = start.view;
+        std::vector<std::uint64_t>& sectors = start.sectors;
         ThreadGroup g{0};
         CpuMover m;
         auto frame_word = [&](std::uint64_t page, std::uint64_t w) {
@@ -910,10 +916,10 @@ TEST_CASE(
 TEST_CASE("partial pages: threads reading and writing rows through a small pool stay exact, written back by block") {
     const std::uint64_t pages = 32;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
-        std::vector<std::uint64_t> d = numbered(pages), slots, sectors;
-        std::vector<std::uint32_t> marks;
-        HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
-        PagerView v = automatic_start(p, slots, sectors, marks);
+        AutomaticStart start(pages, frames, Admission::adaptive);
+        HostPager& p = start.pager;
+        PagerView& v = start.view;
+        std::vector<std::uint64_t>& d = start.data;
         constexpr unsigned threads = 8;
         std::vector<std::uint64_t> bad(threads, 0);
         std::vector<std::thread> ts;
@@ -972,10 +978,9 @@ TEST_CASE("partial pages: threads reading and writing rows through a small pool 
 TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes its sub-pages, frees the rest") {
     const std::uint64_t pages = 4, frames = 2;
     constexpr std::uint32_t to_shift = 8, d = 12 - to_shift, sub = 1u << d;
-    std::vector<std::uint64_t> data = numbered(pages), slots, sectors;
-    std::vector<std::uint32_t> marks;
-    HostPager p(config(pages, frames, Admission::adaptive), bytes(data));
-    PagerView from = automatic_start(p, slots, sectors, marks);
+    AutomaticStart start(pages, frames, Admission::adaptive);
+    PagerView& from = start.view;
+    std::vector<std::uint64_t>& data = start.data;
     ThreadGroup g{0};
     CpuMover m;
     // Page 1: 128 bytes at 512 read (block 4: half of 256-byte sub-page 2), 32 bytes at 1024 written.
@@ -1039,10 +1044,9 @@ TEST_CASE("a lane's hit in a batch of reads: pinned only where frames can be evi
     const std::uint64_t pages = 8;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
         INFO("frames " << frames);
-        std::vector<std::uint64_t> d = numbered(pages), slots, sectors;
-        std::vector<std::uint32_t> marks;
-        HostPager p(config(pages, frames, Admission::migrate), bytes(d));
-        PagerView v = automatic_start(p, slots, sectors, marks);
+        AutomaticStart start(pages, frames, Admission::migrate);
+        HostPager& p = start.pager;
+        PagerView& v = start.view;
         ThreadGroup g{0};
         CpuMover m;
         std::uint32_t f = 0;
