@@ -141,6 +141,10 @@ struct PagerView {
         return ((last >= 31 ? 0xffffffffu : (2u << last) - 1) >> first) << first;
     }
     UMEM_HD std::uint32_t page_blocks(std::uint64_t page) const { return blocks_of(0, page_bytes(page)); }
+    // The blocks of sub-page j of 2^d (d <= 5: whole blocks) that a change to smaller pages makes.
+    UMEM_HD std::uint32_t sub_page_blocks(std::uint32_t j, std::uint32_t d) const {
+        return blocks_of(std::uint64_t{j} << (page_shift - d), std::uint64_t{1} << (page_shift - d));
+    }
     UMEM_HD std::byte* frame_data(std::uint32_t frame) const {
         return frames + (static_cast<std::uint64_t>(frame) << page_shift);
     }
@@ -312,8 +316,8 @@ UMEM_HD inline void note_write(const PagerView& v, std::uint64_t page, std::uint
 // (no dirty_blocks, or none set: a write that marked nothing counts as everywhere).
 UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_t j, std::uint32_t d) {
     if (v.dirty_blocks == nullptr || d > 5) return true;
-    const std::uint32_t m = atom::peek(&v.dirty_blocks[page]), per = 32u >> d;
-    return m == 0 || ((m >> (j * per)) & (per == 32 ? 0xffffffffu : (1u << per) - 1)) != 0;
+    const std::uint32_t m = atom::peek(&v.dirty_blocks[page]);
+    return m == 0 || (m & v.sub_page_blocks(j, d)) != 0;
 }
 
 // Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
@@ -332,7 +336,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
         std::uint32_t missing = 0, valid = 1;
         if (e.is(Pte::partial)) {
-            const std::uint32_t per = 32u >> d, sub = (per == 32 ? 0xffffffffu : (1u << per) - 1) << (j * per);
+            const std::uint32_t sub = from.sub_page_blocks(j, d);
             valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
             missing = sub & ~valid;
         }
