@@ -70,7 +70,8 @@ private:
     // Automatic page size: mapping a new table's GPU memory is most of a change's cost (10-14 us a MiB,
     // H100), so a thread maps the table of the first smaller page size the kernels propose while they
     // still run, and ends; view() joins it at its first look and lays the table out there when it chose
-    // that size (else frees it).
+    // that size (else frees it). When the first choice keeps the start's size it is parked instead, until
+    // the pager ends (park_table_maker says why).
     std::thread table_maker_;
     std::mutex maker_mu_;
     std::condition_variable maker_cv_;  // wakes it at once when it is told to stop
