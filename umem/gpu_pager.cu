@@ -165,7 +165,9 @@ void GpuPager::layout(std::uint32_t shift) {
     } else {
         view_.pte = device_alloc<std::uint64_t>(table_bytes(shift) / 8, "page table and frame owners", true);
     }
-    view_.frame_owner = reinterpret_cast<std::uint32_t*>(view_.pte + view_.pages);
+    // One allocation: the page table, the pages' bits where nothing is ever evicted, the frame owners.
+    view_.whole = view_.never_evicts() ? view_.pte + view_.pages : nullptr;
+    view_.frame_owner = reinterpret_cast<std::uint32_t*>(view_.pte + view_.pages + whole_words(view_.pages));
     // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
     view_.dirty_blocks = nullptr;
     view_.sectors = nullptr;
@@ -177,11 +179,15 @@ void GpuPager::layout(std::uint32_t shift) {
     }
     cuda_check(cudaMemset(view_.frame_owner, 0xff, view_.frames_n * 4ull), "umem: cudaMemset", "frame owners");
     if (relay) {  // the kernel also sets the control words (relay_ctl): no copy, the host does not wait
+        if (view_.whole != nullptr)
+            cuda_check(cudaMemsetAsync(view_.whole, 0, whole_words(view_.pages) * 8, 0), "umem: cudaMemset",
+                       "resident pages' bits");
         relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
                                                                                                                view_);
     } else {
         cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
-        cuda_check(cudaMemset(view_.pte, 0, view_.pages * 8), "umem: cudaMemset", "page table");
+        cuda_check(cudaMemset(view_.pte, 0, (view_.pages + whole_words(view_.pages)) * 8), "umem: cudaMemset",
+                   "page table");
     }
     cuda_check(cudaGetLastError(), "umem: page table", "pager");
     if (old.pte != nullptr) {       // after the relay kernel, in stream order; the host does not wait
@@ -256,7 +262,7 @@ std::uint64_t GpuPager::frames_at(std::uint32_t shift) const {
 }
 
 std::uint64_t GpuPager::table_bytes(std::uint32_t shift) const {
-    return (pages_at(shift) * 8 + frames_at(shift) * 4 + 7) / 8 * 8;
+    return (pages_at(shift) + whole_words(pages_at(shift))) * 8 + (frames_at(shift) * 4 + 7) / 8 * 8;
 }
 
 // Polls the proposal word (pinned host memory the kernels write) every 100 us until the kernels propose

@@ -51,7 +51,7 @@ private:
     void layout(std::uint32_t shift);  // page table and frame owners for pages of 1 << shift bytes (re-laid)
     std::uint64_t pages_at(std::uint32_t shift) const;
     std::uint64_t frames_at(std::uint32_t shift) const;
-    std::uint64_t table_bytes(std::uint32_t shift) const;  // page table, then frame owners: one allocation
+    std::uint64_t table_bytes(std::uint32_t shift) const;  // page table, resident bits, frame owners: one allocation
     void make_table_ahead(int device);                     // table_maker_'s loop
     void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take

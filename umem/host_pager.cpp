@@ -68,6 +68,10 @@ HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {
                       cfg.admission,
                       cfg.eviction,
                       cfg.prefetch_depth};
+    if (view_.never_evicts()) {
+        whole_.assign(whole_words(pages), 0);
+        view_.whole = whole_.data();
+    }
 }
 
 ThreadGroup ThreadGroup::current() {

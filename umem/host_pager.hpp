@@ -15,7 +15,7 @@
 
 namespace bardrive::umem {
 
-// The page table, frame owners, control words and counters in host memory, and the view over them
+// The page table, resident pages' bits, frame owners, control words and counters in host memory, and the view over them
 // for a backing store `data` (cfg.bytes long) and a frame pool `frames` (cfg.frames pages), both
 // owned by the caller. Throws bardrive::Error for a bad Config.
 class HostTables {
@@ -30,6 +30,7 @@ public:
 
 private:
     std::vector<std::uint64_t> pte_;
+    std::vector<std::uint64_t> whole_;  // where nothing is ever evicted (PagerView::whole)
     std::vector<std::uint32_t> owner_;
     std::vector<std::uint64_t> ctl_;
     std::vector<std::uint64_t> counters_;

@@ -110,6 +110,12 @@ struct PagerView {
     // Before the first choice a small access fills only its own blocks (fill_blocks), so the pool holds
     // what was read, as pages of the size to come would, and a change to it keeps exactly that.
     std::uint64_t* sectors = nullptr;
+    // [pages / 64 rounded up], set by the owner exactly where nothing is ever evicted (null elsewhere): bit p
+    // set once page p is resident whole. There a page's frame is its own number (claim_frame), so a read hit
+    // needs this bit and not the page's word: a bit a page stays in L2 where 8 bytes a page do not (H100,
+    // resident u64 over 8 GiB at 128-byte pages: the word first cost 1.89x GPU memory, the bit 1.12x;
+    // bench/results/umem-h100-2026-11-26d.md).
+    std::uint64_t* whole = nullptr;
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
@@ -152,6 +158,19 @@ struct PagerView {
         atom::count(&counters[(shard % counter_shards) * counter_stride + c], v);
     }
 };
+
+// Words of PagerView::whole for `pages` pages.
+UMEM_HD inline std::uint64_t whole_words(std::uint64_t pages) { return (pages + 63) / 64; }
+// Whether page p is resident whole by its bit (PagerView::whole, not null): one load, ordered as a page-table
+// word before its frame's data (atom::load_dep; on the GPU the data's address is chosen by the bit's value).
+UMEM_HD inline bool whole_bit(const PagerView& v, std::uint64_t page) {
+    assert(v.whole != nullptr && "umem: a pool that holds every page needs its pages' bits (PagerView::whole)");
+    return ((atom::load_dep(&v.whole[page >> 6]) >> (page & 63)) & 1) != 0;
+}
+// Page p became resident whole: its bit set after its data (a release), where there are bits.
+UMEM_HD inline void mark_whole(const PagerView& v, std::uint64_t page) {
+    if (v.whole != nullptr) atom::fetch_or(&v.whole[page >> 6], std::uint64_t{1} << (page & 63), atom::release);
+}
 
 // ---- automatic page size ------------------------------------------------------------------------
 // With Config::page_size left out the pager learns per array which granularity pays from what the
@@ -327,7 +346,8 @@ UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_
 // must not look like thrashing), and it is not referenced (CLOCK takes first the sub-pages nobody reads
 // again). Of a partial page only the sub-pages with blocks in the frame stay (their other blocks copied
 // in here: a write may have made the frame's the only good copy); the others are host, their frames
-// free. Writes new page q's PTE and, when resident, its frame's owner (owners start at no_page).
+// free. Where nothing is ever evicted f is the page's number, so q's frame is q (claim_frame). Writes new
+// page q's PTE, its bit in to.whole, and when resident its frame's owner (owners start at no_page).
 UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
     const std::uint32_t d = from.page_shift - to.page_shift;
     const Pte e{atom::peek(&from.pte[q >> d])};
@@ -356,6 +376,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         }
     }
     to.pte[q] = w;
+    if (w != 0) mark_whole(to, q);  // every sub-page that stays is whole (to.whole starts all clear)
 }
 
 // Whether a pool of `to_frames` frames of 1 << to_shift bytes has a frame for every byte of `from`'s
@@ -454,8 +475,15 @@ UMEM_HD inline std::uint32_t data_blocks(const PagerView& v, std::uint64_t page,
     return e.is(Pte::partial) ? static_cast<std::uint32_t>(atom::peek(&v.sectors[page])) : v.page_blocks(page);
 }
 
-UMEM_HD inline Claim claim_frame(const PagerView& v, unsigned shard) {
+// Where nothing is ever evicted the frame is the page's own number: a hit then finds the data without the
+// page's word (PagerView::whole), and a change to smaller pages keeps it so (relay_page). ctl_fresh still
+// counts the frames taken.
+UMEM_HD inline Claim claim_frame(const PagerView& v, std::uint64_t page, unsigned shard) {
     std::uint64_t* fresh = &v.ctl[ctl_fresh];
+    if (v.never_evicts()) {
+        atom::count(fresh, std::uint64_t{1});
+        return {static_cast<std::uint32_t>(page), no_page, 0};
+    }
     if (atom::peek(fresh) < v.frames_n) {
         std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
         if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, 0};
@@ -552,7 +580,11 @@ UMEM_HD inline bool unpinned_hit(std::uint64_t* slot, bool write, std::uint32_t&
 UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_t& frame) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
-    if (v.never_evicts()) return unpinned_hit(slot, false, frame);
+    if (v.never_evicts()) {
+        if (!whole_bit(v, page)) return false;
+        frame = static_cast<std::uint32_t>(page);
+        return true;
+    }
     Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     if (!whole_resident(e)) {
         atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
@@ -605,7 +637,7 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             e.word += Pte::pin_one;  // the word as our pin left it
             if (admit(v, page, e)) {
                 if (begin_migration(slot, e)) {
-                    Claim c = claim_frame(v, shard);
+                    Claim c = claim_frame(v, page, shard);
                     if (c.frame != Pte::max_frames)
                         return {Step::fill, c.frame, c.victim, c.victim_blocks, need_blocks(v, page, offset, bytes)};
                     // No frame: back to host (migrating 1 -> host 0) with our pin again; read in place.
@@ -652,6 +684,7 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
     std::uint64_t delta = 1 + (static_cast<std::uint64_t>(frame) << Pte::frame_shift) + (pin ? Pte::pin_one : 0) +
                           (write ? Pte::dirty : 0) + (partial ? Pte::partial : 0);
     atom::fetch_add(&v.pte[page], delta);
+    if (!partial) mark_whole(v, page);
     v.count(shard, demand ? c_fills : c_prefetches);
     v.count(shard, c_bytes_in, partial ? popcount32(blocks) << v.block_shift() : v.page_bytes(page));
 }
@@ -660,7 +693,10 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
 // the page whole when it is, and drops the pin begin_access took.
 UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::uint32_t blocks, unsigned shard) {
     const std::uint64_t w = atom::fetch_or(&v.sectors[page], std::uint64_t{blocks}) | blocks;
-    if ((~static_cast<std::uint32_t>(w) & v.page_blocks(page)) == 0) atom::fetch_and(&v.pte[page], ~Pte::partial);
+    if ((~static_cast<std::uint32_t>(w) & v.page_blocks(page)) == 0) {
+        atom::fetch_and(&v.pte[page], ~Pte::partial);
+        mark_whole(v, page);
+    }
     v.count(shard, c_fills);
     v.count(shard, c_bytes_in, popcount32(blocks) << v.block_shift());
     atom::fetch_sub(&v.pte[page], Pte::pin_one, atom::release);
@@ -674,14 +710,13 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 }
 
 // With at least as many frames as pages a resident page never moves, so reading it needs no pin:
-// one load. Returns the frame's data, or null (then take acquire()).
+// the load of its bit (whole_bit). Returns the frame's data, or null (then take acquire()).
 // atom::load_dep: relaxed on the GPU (an acquire load there also invalidates the SM's L1, at every
-// hit, and buys nothing: frames are written to L2 before the fill's release and read from L2 at an
-// address that depends on the value loaded), acquire on the CPU.
+// hit, and buys nothing: frames are written to L2 before the bit's release and read from L2 by a
+// load the bit's value decides), acquire on the CPU.
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page) {
     if (!v.never_evicts()) return nullptr;
-    Pte e{atom::load_dep(&v.pte[page])};
-    return whole_resident(e) ? v.frame_data(e.frame()) : nullptr;
+    return whole_bit(v, page) ? v.frame_data(static_cast<std::uint32_t>(page)) : nullptr;
 }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
@@ -698,7 +733,7 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
     if (e.state() != PageState::host || e.pins() != 0 || e.writers() != 0) return {Step::wait, 0, no_page, 0, 0};
     if (!atom::cas(slot, expected, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating)))
         return {Step::wait, 0, no_page, 0, 0};
-    Claim c = claim_frame(v, shard);
+    Claim c = claim_frame(v, page, shard);
     if (c.frame == Pte::max_frames) {
         atom::fetch_sub(slot, std::uint64_t{1});  // migrating -> host
         return {Step::wait, 0, no_page, 0, 0};
@@ -748,6 +783,13 @@ template <class Group, class Mover>
 UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
                                   std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
     unsigned shard = g.shard();
+    if (!write && v.never_evicts()) {  // a read hit is the page's bit (the leader's, for every lane)
+        std::uint32_t hit = g.leader() && whole_bit(v, page) ? 1 : 0;
+        if (g.broadcast(hit) != 0) {
+            if (g.leader()) v.count(shard, c_hits);
+            return v.frame_data(static_cast<std::uint32_t>(page));
+        }
+    }
     bool waited = false;
     for (;;) {
         Step s{};

@@ -145,6 +145,7 @@ NicWarpResult run_nic_warps(std::uint64_t pages, std::uint64_t frames, std::uint
                 Admission::migrate,
                 Eviction::clock,
                 0};
+    if (v.never_evicts()) v.whole = a.on_device<std::uint64_t>(whole_words(pages));  // as the owners set it
     auto* locks = a.on_device<std::uint32_t>(queues * counter_stride);
     auto* engine_counters = a.on_device<std::uint64_t>(queues * counter_stride);
     auto* fills = a.on_device<std::uint64_t>(1);

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -802,7 +803,7 @@ TEST_CASE("the access profile under contention: threads marking other blocks of 
 // The tables of a change to pages of 1 << to_shift bytes over `from`'s pool, as GpuPager::layout makes them
 // (marks and partial pages only at the 4 KiB start: none).
 struct Relaid {
-    std::vector<std::uint64_t> pte, ctl;
+    std::vector<std::uint64_t> pte, ctl, whole;
     std::vector<std::uint32_t> owner;
     PagerView view;
     Relaid(const PagerView& from, std::uint32_t to_shift) {
@@ -819,6 +820,11 @@ struct Relaid {
         view.ctl = ctl.data();
         view.dirty_blocks = nullptr;
         view.sectors = nullptr;
+        view.whole = nullptr;
+        if (view.never_evicts()) {
+            whole.assign(whole_words(view.pages), 0);
+            view.whole = whole.data();
+        }
     }
     Relaid(const Relaid&) = delete;  // the view points into it
 };
@@ -864,6 +870,8 @@ TEST_CASE(
         CHECK(a == v.frame_data(Pte{v.pte[3]}.frame()));
         release(v, 3, g, a, false);
         CHECK(Pte{v.pte[3]}.is(Pte::partial));
+        CHECK(find_resident(v, 3) == nullptr);  // a read hit must not take a partial page's frame
+        if (v.whole != nullptr) CHECK_FALSE(whole_bit(v, 3));
         CHECK(sectors[3] == (0x30ull | 0x30ull << 32));
         CHECK(frame_word(3, 64) == 3 * kWords + 64);
         CHECK(frame_word(3, 95) == 3 * kWords + 95);
@@ -904,6 +912,7 @@ TEST_CASE(
         a = acquire(v, 3, false, g, m, 8, 16);
         release(v, 3, g, a, false);
         CHECK_FALSE(Pte{v.pte[3]}.is(Pte::partial));
+        if (v.whole != nullptr) CHECK(whole_bit(v, 3));  // whole now: its blocks' copies made it so
         CHECK(static_cast<std::uint32_t>(sectors[3]) == 0xffffffffu);
         for (std::uint64_t w = 0; w < kWords; ++w) CHECK(frame_word(3, w) == 3 * kWords + w);
         v.profile_decided = 0;
@@ -1026,7 +1035,7 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     pte[1 * sub + 4] |= Pte::referenced;
     std::uint32_t handed = 0;
     for (std::uint32_t k = 0; k < sub - 2; ++k) {
-        const Claim c = claim_frame(to, 0);
+        const Claim c = claim_frame(to, 0, 0);
         REQUIRE(c.frame != Pte::max_frames);
         CHECK(c.victim == no_page);
         CHECK(c.frame / sub == f);
@@ -1038,6 +1047,52 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     flush_all(to, g2, m);
     CHECK(data[1 * kWords + 128] == 1 * kWords + 128 + 1000);
     CHECK(data[1 * kWords + 129] == 1 * kWords + 129);
+}
+
+TEST_CASE("where nothing is ever evicted a page's frame is its own, and a read hit needs only the page's bit") {
+    const std::uint64_t pages = 16;
+    std::vector<std::uint64_t> data = numbered(pages);
+    HostPager p(config(pages, pages), bytes(data));
+    const PagerView& v = p.view();
+    REQUIRE(v.whole != nullptr);
+    ThreadGroup g{0};
+    CpuMover m;
+    auto word = [&](const std::byte* frame, std::uint64_t w) {
+        std::uint64_t x;
+        std::memcpy(&x, frame + w * 8, 8);
+        return x;
+    };
+    // Filled in an order of their own, each lands in its own frame.
+    const std::vector<std::uint64_t> order = {5, 2, 11, 0, 15, 7};
+    for (std::uint64_t k : order) {
+        std::byte* a = acquire(v, k, false, g, m);
+        CHECK(a == v.frame_data(static_cast<std::uint32_t>(k)));
+        CHECK(Pte{v.pte[k]}.frame() == k);
+        release(v, k, g, a, false);
+    }
+    for (std::uint64_t page = 0; page < pages; ++page) {
+        INFO("page " << page);
+        const bool filled = std::find(order.begin(), order.end(), page) != order.end();
+        CHECK(whole_bit(v, page) == filled);
+        const std::byte* r = find_resident(v, page);
+        CHECK(r == (filled ? v.frame_data(static_cast<std::uint32_t>(page)) : nullptr));
+        if (r != nullptr)
+            for (std::uint64_t w : {std::uint64_t{0}, std::uint64_t{17}, kWords - 1})
+                CHECK(word(r, w) == page * kWords + w);
+    }
+    // A write hit takes the word (the page turns dirty); a read hit after it reads the write.
+    std::byte* a = acquire(v, 5, true, g, m);
+    std::uint64_t x = word(a, 3) + 1000;
+    std::memcpy(a + 3 * 8, &x, 8);
+    release(v, 5, g, a, true);
+    CHECK(Pte{v.pte[5]}.is(Pte::dirty));
+    CHECK(word(find_resident(v, 5), 3) == 5 * kWords + 3 + 1000);
+    flush_all(v, g, m);
+    CHECK(data[5 * kWords + 3] == 5 * kWords + 3 + 1000);
+    // A pool that cannot hold every page keeps no bits: its frames move.
+    std::vector<std::uint64_t> data2 = numbered(pages);
+    HostPager small(config(pages, 4), bytes(data2));
+    CHECK(small.view().whole == nullptr);
 }
 
 TEST_CASE("a lane's hit in a batch of reads: pinned only where frames can be evicted; anything else left as it was") {
@@ -1191,6 +1246,10 @@ TEST_CASE(
                 ++carried;
                 CHECK(to.frame_data(n.frame()) == from.frame_data(e.frame()) + j * 256);  // the same bytes
                 CHECK(owner[n.frame()] == page * sub + j);
+                if (to.whole != nullptr) {  // nothing evicted: still its own frame, its bit set
+                    CHECK(n.frame() == page * sub + j);
+                    CHECK(whole_bit(to, page * sub + j));
+                }
                 // Dirty where written: the noted sub-page, every sub-page of the page written unnoted.
                 CHECK(n.is(Pte::dirty) == (e.is(Pte::dirty) && (page == 3 || j == page % sub)));
                 CHECK(n.pins() == 0);
