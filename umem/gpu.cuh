@@ -29,6 +29,15 @@ struct WarpGroup {
     static constexpr unsigned loads_in_flight = 8;  // a lane's 16-byte loads per round of a fill
 };
 
+// A warp whose fills keep two loads in flight a lane: warp_acquire_each's misses, inlined into kernels that hold
+// many rows' pointers. With eight, umem-sparse-bench's lane-rows kernel spilled 112 bytes at 128 registers and its
+// resident hits took 0.13-0.14 ms; with two it spills none and takes 0.12 (H100, 256-byte rows of 8 GiB, GPU
+// memory read the same way 0.08), and its first batches were not slower (bench/results/umem-h100-2026-11-26d.md).
+struct SlimWarpGroup : WarpGroup {
+    __device__ static SlimWarpGroup self() { return {WarpGroup::self()}; }
+    static constexpr unsigned loads_in_flight = 2;
+};
+
 // The threads of a warp that reach a point together (divergent code: an __activemask()), as a
 // group that copies together; lane is the rank in the mask.
 struct MaskGroup {
@@ -196,8 +205,8 @@ public:
         std::byte* data = hit ? view_.frame_data(frame) : nullptr;
         for (unsigned misses = named & ~hits; misses != 0; misses &= misses - 1) {
             const int k = __ffs(static_cast<int>(misses)) - 1;
-            std::byte* d =
-                acquire_noted(__shfl_sync(full, page, k), false, __shfl_sync(full, first, k), __shfl_sync(full, n, k));
+            std::byte* d = acquire_noted<SlimWarpGroup>(__shfl_sync(full, page, k), false, __shfl_sync(full, first, k),
+                                                        __shfl_sync(full, n, k));
             if (lane == static_cast<unsigned>(k)) data = d;
         }
         return {reinterpret_cast<T*>(data), mine ? view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)) : 0,
@@ -278,9 +287,11 @@ public:
     }
 
 private:
-    // warp_acquire after the profile note: the protocol (pager.hpp's acquire), and the write's blocks marked.
+    // warp_acquire after the profile note: the protocol (pager.hpp's acquire) with the warp as G, and the write's
+    // blocks marked.
+    template <class G = WarpGroup>
     __device__ std::byte* acquire_noted(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
-        WarpGroup g = WarpGroup::self();
+        G g = G::self();
         DeviceMover m = mover_;
         std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T), (first - page * per_page()) * sizeof(T));
         if (write && g.leader() && p != view_.host_page(page))
@@ -304,7 +315,7 @@ private:
         bool waited = false;
         while (__any_sync(mask, !done)) {
             Step s{Step::wait, 0, no_page, 0};
-            if (!done) s = begin_access(view_, page, false, shard, sizeof(T), at * sizeof(T));
+            if (!done) s = begin_access(view_, page, false, shard, sizeof(T), at * sizeof(T), true);
             if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
                 const std::byte* p = s.kind == Step::hit ? view_.frame_data(s.frame) : view_.host_page(page);
                 x = load_cg(reinterpret_cast<const T*>(p) + at);

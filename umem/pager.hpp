@@ -596,12 +596,20 @@ UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_
 }
 
 // Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
-// The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks).
+// The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks). Where nothing is
+// ever evicted a read looks at the page's bit first, unless the caller just did (`bit_seen`: get()'s miss
+// path, whose kernels spilled more with a second look inlined; H100, umem-sparse-bench's get() kernels).
+// Here and not in acquire(): a look there before the loop made umem-bench's gather kernel spill more and
+// its reuse at a 25% pool 9% slower (1467-1493 against 1638-1664 GB/s; bench/results/umem-h100-2026-11-26d.md).
 UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
-                                 std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
+                                 std::uint64_t bytes = ~0ull, std::uint64_t offset = 0, bool bit_seen = false) {
     assert(page < v.pages && "umem: access beyond the end of the array");
     std::uint64_t* slot = &v.pte[page];
     std::uint32_t frame = 0;
+    if (v.never_evicts() && !write && !bit_seen && whole_bit(v, page)) {
+        v.count(shard, c_hits);
+        return {Step::hit, static_cast<std::uint32_t>(page), no_page, 0, 0};
+    }
     if (v.never_evicts() && unpinned_hit(slot, write, frame)) {
         v.count(shard, c_hits);
         return {Step::hit, frame, no_page, 0, 0};
@@ -783,13 +791,6 @@ template <class Group, class Mover>
 UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
                                   std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
     unsigned shard = g.shard();
-    if (!write && v.never_evicts()) {  // a read hit is the page's bit (the leader's, for every lane)
-        std::uint32_t hit = g.leader() && whole_bit(v, page) ? 1 : 0;
-        if (g.broadcast(hit) != 0) {
-            if (g.leader()) v.count(shard, c_hits);
-            return v.frame_data(static_cast<std::uint32_t>(page));
-        }
-    }
     bool waited = false;
     for (;;) {
         Step s{};
