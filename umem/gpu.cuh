@@ -31,7 +31,7 @@ struct WarpGroup {
 
 // A warp whose fills keep two loads in flight a lane: warp_acquire_each's misses, inlined into kernels that hold
 // many rows' pointers. With eight, umem-sparse-bench's lane-rows kernel spilled 112 bytes at 128 registers and its
-// resident hits took 0.13-0.14 ms; with two it spills none and takes 0.12 (H100, 256-byte rows of 8 GiB, GPU
+// resident hits took 0.13-0.14 ms; with two it spills none and takes 0.12-0.13 (H100, 256-byte rows of 8 GiB, GPU
 // memory read the same way 0.08), and its first batches were not slower (bench/results/umem-h100-2026-11-26d.md).
 struct SlimWarpGroup : WarpGroup {
     __device__ static SlimWarpGroup self() { return {WarpGroup::self()}; }

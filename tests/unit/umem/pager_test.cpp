@@ -44,11 +44,13 @@ Config config(std::uint64_t pages, std::uint64_t frames, Admission a = Admission
     return c;
 }
 
-std::uint64_t word(const HostPager::Access& a, std::uint64_t w) {
+// Word w of the page at p (a frame, host memory).
+std::uint64_t word(const std::byte* p, std::uint64_t w) {
     std::uint64_t x;
-    std::memcpy(&x, a.data() + w * 8, 8);
+    std::memcpy(&x, p + w * 8, 8);
     return x;
 }
+std::uint64_t word(const HostPager::Access& a, std::uint64_t w) { return word(a.data(), w); }
 
 }  // namespace
 
@@ -861,9 +863,7 @@ TEST_CASE(
         ThreadGroup g{0};
         CpuMover m;
         auto frame_word = [&](std::uint64_t page, std::uint64_t w) {
-            std::uint64_t x;
-            std::memcpy(&x, v.frame_data(Pte{v.pte[page]}.frame()) + w * 8, 8);
-            return x;
+            return word(v.frame_data(Pte{v.pte[page]}.frame()), w);
         };
         // A warp's 256-byte row at 512: blocks 4 and 5 come in, the page is partial.
         std::byte* a = acquire(v, 3, false, g, m, 256, 512);
@@ -1020,9 +1020,7 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     }
     // Sub-pages 2 and 4 completed from host memory: their second blocks were never read at 4 KiB.
     auto sub_word = [&](std::uint32_t j, std::uint64_t w) {
-        std::uint64_t y;
-        std::memcpy(&y, to.frame_data(Pte{pte[1 * sub + j]}.frame()) + w * 8, 8);
-        return y;
+        return word(to.frame_data(Pte{pte[1 * sub + j]}.frame()), w);
     };
     CHECK(sub_word(2, 0) == 1 * kWords + 64);
     CHECK(sub_word(2, 16) == 1 * kWords + 80);
@@ -1057,11 +1055,6 @@ TEST_CASE("where nothing is ever evicted a page's frame is its own, and a read h
     REQUIRE(v.whole != nullptr);
     ThreadGroup g{0};
     CpuMover m;
-    auto word = [&](const std::byte* frame, std::uint64_t w) {
-        std::uint64_t x;
-        std::memcpy(&x, frame + w * 8, 8);
-        return x;
-    };
     // Filled in an order of their own, each lands in its own frame.
     const std::vector<std::uint64_t> order = {5, 2, 11, 0, 15, 7};
     for (std::uint64_t k : order) {
