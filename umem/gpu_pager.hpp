@@ -65,19 +65,21 @@ private:
     std::uint64_t decisions_ = 0;      // looks at the profile that decided something
     std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
+    std::uint64_t* looked_ = nullptr;  // pinned, after *choice_: the tally's two words and ctl_fresh, copied at a look
     std::uint32_t look_every_ = 1;     // proposals of another page size between looks at the tally
     std::uint32_t since_look_ = 0;
     // Automatic page size: mapping a new table's GPU memory is most of a change's cost (10-14 us a MiB,
     // H100), so a thread maps the table of the first smaller page size the kernels propose while they
-    // still run, and ends; view() joins it at its first look and lays the table out there when it chose
-    // that size (else frees it). When the first choice keeps the start's size it is parked instead, until
-    // the pager ends (park_table_maker says why).
+    // still run, clears it (every page host, owners none) on a stream of its own, and ends; view() joins
+    // it at its first look and lays the table out there when it chose that size (else frees it). When the
+    // first choice keeps the start's size it is parked instead, until the pager ends (park_table_maker says
+    // why).
     std::thread table_maker_;
     std::mutex maker_mu_;
     std::condition_variable maker_cv_;  // wakes it at once when it is told to stop
     bool stop_maker_ = false;
     bool park_maker_ = false;
-    void* spare_table_ = nullptr;  // written by table_maker_, read after it was joined
+    void* spare_table_ = nullptr;  // written by table_maker_, read after it was joined: cleared, ready to relay into
     std::uint32_t spare_shift_ = 0;
     CopyRingView ring_{};
     Engine engine_;

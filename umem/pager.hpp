@@ -346,37 +346,36 @@ UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_
 // must not look like thrashing), and it is not referenced (CLOCK takes first the sub-pages nobody reads
 // again). Of a partial page only the sub-pages with blocks in the frame stay (their other blocks copied
 // in here: a write may have made the frame's the only good copy); the others are host, their frames
-// free. Where nothing is ever evicted f is the page's number, so q's frame is q (claim_frame). Writes new
-// page q's PTE, its bit in to.whole, and when resident its frame's owner (owners start at no_page).
+// free. Where nothing is ever evicted f is the page's number, so q's frame is q (claim_frame). `to` starts
+// clear (every page host, no bits, owners no_page): only the sub-pages of resident pages are written (their
+// PTE, bit and frame's owner), so a table cleared ahead is not swept whole, which would push the frames the
+// last kernel read out of L2 (GpuPager::make_table_ahead).
 UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
     const std::uint32_t d = from.page_shift - to.page_shift;
     const Pte e{atom::peek(&from.pte[q >> d])};
-    std::uint64_t w = 0;
-    if (e.state() == PageState::resident) {
-        const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
-        std::uint32_t missing = 0, valid = 1;
-        if (e.is(Pte::partial)) {
-            const std::uint32_t sub = from.sub_page_blocks(j, d);
-            valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
-            missing = sub & ~valid;
-        }
-        if (valid == 0) {
-            to.frame_owner[f] = free_frame;
-        } else {
-            for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d),
-                           [&](std::uint32_t off, std::uint32_t n) {
-                               auto* dst = reinterpret_cast<std::uint64_t*>(from.frame_data(e.frame()) + off);
-                               const auto* src = reinterpret_cast<const std::uint64_t*>(from.host_page(q >> d) + off);
-                               for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
-                           });
-            w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
-                (static_cast<std::uint64_t>(f) << Pte::frame_shift);
-            if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
-            to.frame_owner[f] = static_cast<std::uint32_t>(q);
-        }
+    if (e.state() != PageState::resident) return;  // host, as `to` starts
+    const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
+    std::uint32_t missing = 0, valid = 1;
+    if (e.is(Pte::partial)) {
+        const std::uint32_t sub = from.sub_page_blocks(j, d);
+        valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
+        missing = sub & ~valid;
     }
+    if (valid == 0) {  // host too, its frame free
+        to.frame_owner[f] = free_frame;
+        return;
+    }
+    for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
+        auto* dst = reinterpret_cast<std::uint64_t*>(from.frame_data(e.frame()) + off);
+        const auto* src = reinterpret_cast<const std::uint64_t*>(from.host_page(q >> d) + off);
+        for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
+    });
+    std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
+                      (static_cast<std::uint64_t>(f) << Pte::frame_shift);
+    if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
+    to.frame_owner[f] = static_cast<std::uint32_t>(q);
     to.pte[q] = w;
-    if (w != 0) mark_whole(to, q);  // every sub-page that stays is whole (to.whole starts all clear)
+    mark_whole(to, q);  // every sub-page that stays is whole
 }
 
 // Whether a pool of `to_frames` frames of 1 << to_shift bytes has a frame for every byte of `from`'s
