@@ -132,6 +132,12 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
     if (auto_) {
         int device = 0;
         cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
+        cudaStream_t side = nullptr;
+        cuda_check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "umem: cudaStreamCreate", "table maker");
+        maker_stream_ = side;
+        cudaEvent_t cleared = nullptr;
+        cuda_check(cudaEventCreateWithFlags(&cleared, cudaEventDisableTiming), "umem: cudaEventCreate", "table maker");
+        maker_cleared_ = cleared;
         table_maker_ = std::thread([this, device] { make_table_ahead(device); });
     }
     cuda_check(cudaMemset(view_.counters, 0, counter_shards * counter_stride * 8), "umem: cudaMemset", "counters");
@@ -174,7 +180,9 @@ void GpuPager::layout(std::uint32_t shift) {
     // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
     const bool start = auto_ && shift == auto_start_shift;
     const bool cleared = spare_table_ != nullptr && spare_shift_ == shift;  // mapped and cleared by table_maker_
-    if (cleared) {
+    if (cleared) {  // the kernels after this wait for the clearing on the GPU, the host does not
+        cuda_check(cudaStreamWaitEvent(0, static_cast<cudaEvent_t>(maker_cleared_), 0), "umem: cudaStreamWaitEvent",
+                   "page table");
         view_.pte = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
     } else {
         const std::uint64_t marks = start ? view_.pages * 12 : 0;  // the start's sectors and dirty blocks
@@ -239,8 +247,8 @@ const PagerView& GpuPager::view() {
     const bool first = decisions_++ == 0;
     view_.profile_decided = 1;
     const bool change = shift != view_.page_shift && (first || shift == wanted_);
-    if (spare_table_ != nullptr && (!change || spare_shift_ != shift))
-        cudaFreeAsync(std::exchange(spare_table_, nullptr), 0);
+    if (spare_table_ != nullptr && (!change || spare_shift_ != shift))  // after its clearing, on that stream
+        cudaFreeAsync(std::exchange(spare_table_, nullptr), static_cast<cudaStream_t>(maker_stream_));
     if (!change) {
         if (shift == view_.page_shift) look_every_ = std::min<std::uint32_t>(look_every_ * 2, 64);
         wanted_ = shift;
@@ -289,24 +297,23 @@ void GpuPager::make_table_ahead(int device) {
             // resident pages' entries: one that wrote the whole table (48 MiB for 1 GiB of 256-byte pages) pushed
             // the rows the first kernel had read out of L2 (H200: a 32 MiB memset before p256's second batch of
             // lookups made it 0.40 against 0.31 ms).
-            cudaStream_t side = nullptr;
+            cudaStream_t side = static_cast<cudaStream_t>(maker_stream_);
             void* t = nullptr;
-            if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess) {
+            {
                 PagerView at{};
                 if (cudaMallocAsync(&t, table_bytes(proposed), side) == cudaSuccess) {
                     at.pte = static_cast<std::uint64_t*>(t);
                     at.pages = pages_at(proposed);
                     at.frames_n = static_cast<std::uint32_t>(frames_at(proposed));
                     at.frame_owner = reinterpret_cast<std::uint32_t*>(at.pte + at.pages + whole_words(at.pages));
-                    if (clear_table(at, side) == cudaSuccess && cudaStreamSynchronize(side) == cudaSuccess) {
+                    if (clear_table(at, side) == cudaSuccess &&
+                        cudaEventRecord(static_cast<cudaEvent_t>(maker_cleared_), side) == cudaSuccess) {
                         spare_table_ = t;
                         spare_shift_ = proposed;
                     } else {
                         cudaFreeAsync(t, side);
-                        cudaStreamSynchronize(side);
                     }
                 }
-                cudaStreamDestroy(side);
             }
             return;  // an allocation that failed is tried again, with its error, where the table is laid out
         }
@@ -345,6 +352,8 @@ void GpuPager::release_all() noexcept {
         cudaFree(ring_.tail);
     }
     stop_table_maker();
+    if (maker_stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(maker_stream_));
+    if (maker_cleared_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(maker_cleared_));
     cudaFree(spare_table_);
     cudaFree(view_.pte);  // the frame owners, partial pages' blocks and dirty blocks with it
     cudaFree(view_.ctl);

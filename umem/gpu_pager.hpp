@@ -81,6 +81,8 @@ private:
     bool park_maker_ = false;
     void* spare_table_ = nullptr;  // written by table_maker_, read after it was joined: cleared, ready to relay into
     std::uint32_t spare_shift_ = 0;
+    void* maker_stream_ = nullptr;   // cudaStream_t, non-blocking: the table is cleared there
+    void* maker_cleared_ = nullptr;  // cudaEvent_t recorded there after the clearing
     CopyRingView ring_{};
     Engine engine_;
     void* stream_ = nullptr;  // cudaStream_t of the worker
