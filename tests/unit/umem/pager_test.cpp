@@ -1221,7 +1221,23 @@ TEST_CASE(
         auto& owner = r.owner;
         REQUIRE(relay_fits(from, to_shift, to.frames_n));
         CHECK_FALSE(relay_fits(from, to_shift, to.frames_n - 1));  // a capped pool: flush instead
+        // A host page's entries are not written (the table starts clear, and one cleared ahead on the GPU
+        // must not be swept through L2 again): a mark left in them stays.
+        constexpr std::uint64_t untouched = 0x5a5a5a5a5a5a5a5aull;
+        auto host_entries = [&](auto&& f) {
+            for (std::uint64_t page = 0; page < pages; ++page)
+                if (Pte{from.pte[page]}.state() != PageState::resident)
+                    for (std::uint32_t j = 0; j < sub; ++j) f(pte[page * sub + j]);
+        };
+        host_entries([&](std::uint64_t& w) { w = untouched; });
         for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+        std::uint64_t host_sub_pages = 0;
+        host_entries([&](std::uint64_t& w) {
+            CHECK(w == untouched);
+            w = 0;
+            ++host_sub_pages;
+        });
+        CHECK(host_sub_pages == (pages - std::min(pages, frames)) * sub);
         PagerView shared = from;  // the GPU pager's two tables share their control words
         std::copy(from.ctl, from.ctl + ctl_words, ctl.begin());
         shared.ctl = ctl.data();
