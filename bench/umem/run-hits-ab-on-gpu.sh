@@ -32,10 +32,6 @@ for v in "$@"; do
         --pools 100,25 --runs 1,4 --pages 128,256,4096 > "$out/small-$v.txt" 2>&1
     echo "== 1 GiB, $v (rc=$?)"
     grep -E "$rows" "$out/small-$v.txt" | cut -c1-150
-    timeout 200 build-umem/$v/umem-bench --no-uvm --gib 2 --gathers 65536 --bfs-scale 20 --pools 100,25 \
-        > "$out/umem-$v.txt" 2>&1
-    echo "== umem-bench 2 GiB, $v (rc=$?)"
-    grep -E '^\| ' "$out/umem-$v.txt" | grep -v -- '---' | cut -c1-150 | head -30
+    umem_bench_step "$v" 100,25
 done
-tar czf /tmp/hits.tgz -C "$out" --exclude machine.txt . && mv /tmp/hits.tgz "$out/" &&
-    find "$out" -maxdepth 1 -type f ! -name machine.txt ! -name hits.tgz -delete
+pack_out hits

@@ -8,30 +8,19 @@ set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
 # shellcheck disable=SC2086
 test_builds ${TEST:-}
-summary='^\| [a-z0-9]+ \| [0-9.]+% \| '
-step() {  # name timeout command...
-    local name=$1 t=$2
-    shift 2
-    timeout "$t" "$@" > "$out/$name.txt" 2>&1
-    echo "== $name (rc=$?)"
-    grep -E "$summary" "$out/$name.txt" | cut -c1-170
-}
+shown='^\| [a-z0-9]+ \| [0-9.]+% \| '
 for r in $(seq "${ROUNDS:-2}"); do
     for v in "$@"; do
         sb=build-umem/$v/umem-sparse-bench
-        step "sparse-$v-$r" 200 $sb --no-uvm --table-gib 1 --elem-gib 1 --batch 64K --batches 4 --elem-n 4M \
-            --pools 100,25 --pages 128,256,1024,4096
-        step "rows64-$v-$r" 60 $sb --no-uvm --only lookups --row 64 --alpha 1.2 --table-gib 1 --batch 64K --batches 4 \
-            --pools 100,25 --pages 128,256,4096
-        step "rows1k-$v-$r" 60 $sb --no-uvm --only lookups --row 1024 --alpha 0.8 --table-gib 1 --batch 64K \
-            --batches 4 --pools 100,25 --pages 1024,4096
+        shown_step "sparse-$v-$r" 200 "$shown" "$sb" --no-uvm --table-gib 1 --elem-gib 1 --batch 64K --batches 4 \
+            --elem-n 4M --pools 100,25 --pages 128,256,1024,4096
+        shown_step "rows64-$v-$r" 60 "$shown" "$sb" --no-uvm --only lookups --row 64 --alpha 1.2 --table-gib 1 \
+            --batch 64K --batches 4 --pools 100,25 --pages 128,256,4096
+        shown_step "rows1k-$v-$r" 60 "$shown" "$sb" --no-uvm --only lookups --row 1024 --alpha 0.8 --table-gib 1 \
+            --batch 64K --batches 4 --pools 100,25 --pages 1024,4096
     done
 done
 for v in "$@"; do
-    timeout 200 build-umem/$v/umem-bench --no-uvm --gib 2 --gathers 65536 --bfs-scale 20 --pools 100,50,25 \
-        > "$out/umem-$v.txt" 2>&1
-    echo "== umem-bench 2 GiB, $v (rc=$?)"
-    grep -E '^\| ' "$out/umem-$v.txt" | grep -E 'auto|workload' | cut -c1-170 | head -30
+    umem_bench_step "$v" 100,50,25 "auto|workload"
 done
-tar czf /tmp/small.tgz -C "$out" --exclude machine.txt . && mv /tmp/small.tgz "$out/" &&
-    find "$out" -maxdepth 1 -type f ! -name small.tgz ! -name machine.txt -delete
+pack_out small
