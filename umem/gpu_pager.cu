@@ -58,10 +58,21 @@ __global__ void flush_kernel(PagerView v) {
 }
 
 // A table as relay_page and a first layout start from: every page in host memory, no page's bit, no frame's
-// owner. Its page table and bits are one run (GpuPager::layout), the owners after them.
+// owner. Its page table and bits are one run (GpuPager::layout), the owners after them. Streaming stores
+// (evict first): a memset of the 48 MiB table of 1 GiB of 256-byte pages, made while the first kernel ran,
+// pushed the rows it read out of L2, and the next batch of lookups took 0.44-0.45 ms against 0.37-0.39 with
+// these stores and p256's 0.32-0.33 (H200).
+__global__ void clear_kernel(PagerView t) {
+    const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x,
+                        first = blockIdx.x * blockDim.x + threadIdx.x, words = t.pages + whole_words(t.pages);
+    for (std::uint64_t i = first; i < words; i += threads)
+        __stcs(reinterpret_cast<unsigned long long*>(t.pte + i), 0ull);
+    for (std::uint64_t i = first; i < t.frames_n; i += threads) __stcs(t.frame_owner + i, no_page);
+}
+
 cudaError_t clear_table(const PagerView& t, cudaStream_t s) {
-    const cudaError_t e = cudaMemsetAsync(t.pte, 0, (t.pages + whole_words(t.pages)) * 8, s);
-    return e != cudaSuccess ? e : cudaMemsetAsync(t.frame_owner, 0xff, t.frames_n * 4ull, s);
+    clear_kernel<<<1024, 256, 0, s>>>(t);
+    return cudaGetLastError();
 }
 
 __global__ void relay_kernel(PagerView from, PagerView to) {

@@ -1,13 +1,21 @@
 // Zero-copy random reads of pinned host memory: cudaHostAlloc against mmap (+THP or hugetlbfs) + cudaHostRegister.
 #include <cuda_runtime.h>
 #include <sys/mman.h>
+
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
-#include <vector>
 #include <random>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); std::exit(1);} } while (0)
+#include <vector>
+#define CK(x)                                                   \
+    do {                                                        \
+        cudaError_t e = (x);                                    \
+        if (e != cudaSuccess) {                                 \
+            std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+            std::exit(1);                                       \
+        }                                                       \
+    } while (0)
 
 __global__ void reads(const std::uint64_t* __restrict__ h, const std::uint32_t* __restrict__ idx, std::uint64_t n,
                       std::uint64_t stride, std::uint64_t* out) {
@@ -58,11 +66,18 @@ int main(int argc, char** argv) {
         } else {
             int flags = MAP_PRIVATE | MAP_ANONYMOUS | (kind == 2 ? MAP_HUGETLB : 0);
             h = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
-            if (h == MAP_FAILED) { std::printf("%s: mmap failed\n", name); continue; }
+            if (h == MAP_FAILED) {
+                std::printf("%s: mmap failed\n", name);
+                continue;
+            }
             if (kind == 1) madvise(h, bytes, MADV_HUGEPAGE);
             std::memset(h, 1, bytes);
             cudaError_t e = cudaHostRegister(h, bytes, cudaHostRegisterMapped);
-            if (e != cudaSuccess) { std::printf("%s: register %s\n", name, cudaGetErrorString(e)); munmap(h, bytes); continue; }
+            if (e != cudaSuccess) {
+                std::printf("%s: register %s\n", name, cudaGetErrorString(e));
+                munmap(h, bytes);
+                continue;
+            }
         }
         if (kind == 0) std::memset(h, 1, bytes);
         void* dh;
@@ -81,9 +96,16 @@ int main(int argc, char** argv) {
             CK(cudaEventSynchronize(b));
             float ms2;
             cudaEventElapsedTime(&ms2, a, b);
-            std::printf("%-22s %llu GiB: 32M random 8 B reads %.2f ms (%.2f ns a read); 1M random 4 KiB pages %.2f ms (%.1f GB/s)\n",
-                        name, (unsigned long long)gib, ms, ms * 1e6 / n, ms2, m * 4096.0 / (ms2 * 1e6));
+            std::printf(
+                "%-22s %llu GiB: 32M random 8 B reads %.2f ms (%.2f ns a read); 1M random 4 KiB pages %.2f ms (%.1f "
+                "GB/s)\n",
+                name, (unsigned long long)gib, ms, ms * 1e6 / n, ms2, m * 4096.0 / (ms2 * 1e6));
         }
-        if (kind == 0) cudaFreeHost(h); else { cudaHostUnregister(h); munmap(h, bytes); }
+        if (kind == 0)
+            cudaFreeHost(h);
+        else {
+            cudaHostUnregister(h);
+            munmap(h, bytes);
+        }
     }
 }
