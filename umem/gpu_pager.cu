@@ -208,7 +208,7 @@ void GpuPager::layout(std::uint32_t shift) {
     view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
     if (start)
         cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, 0), "umem: cudaMemset", "partial pages' blocks");
-    if (!cleared) cuda_check(clear_table(view_, 0), "umem: cudaMemset", "page table");
+    if (!cleared) cuda_check(clear_table(view_, 0), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl) and clears the profile: no copy, no wait
         relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
                                                                                                                view_);
@@ -304,26 +304,22 @@ void GpuPager::make_table_ahead(int device) {
         if (proposed >= auto_min_shift && proposed < auto_start_shift) {
             lock.unlock();
             cudaSetDevice(device);
-            // Cleared here too, on a stream of its own while the kernels run, so that the relay writes only the
-            // resident pages' entries: one that wrote the whole table (48 MiB for 1 GiB of 256-byte pages) pushed
-            // the rows the first kernel had read out of L2 (H200: a 32 MiB memset before p256's second batch of
-            // lookups made it 0.40 against 0.31 ms).
-            cudaStream_t side = static_cast<cudaStream_t>(maker_stream_);
+            // Cleared here too, while the kernels run (clear_kernel says why it matters), so that the relay writes
+            // only the resident pages' entries; the change waits for maker_cleared_ on the GPU.
+            const auto side = static_cast<cudaStream_t>(maker_stream_);
             void* t = nullptr;
-            {
+            if (cudaMallocAsync(&t, table_bytes(proposed), side) == cudaSuccess) {
                 PagerView at{};
-                if (cudaMallocAsync(&t, table_bytes(proposed), side) == cudaSuccess) {
-                    at.pte = static_cast<std::uint64_t*>(t);
-                    at.pages = pages_at(proposed);
-                    at.frames_n = static_cast<std::uint32_t>(frames_at(proposed));
-                    at.frame_owner = reinterpret_cast<std::uint32_t*>(at.pte + at.pages + whole_words(at.pages));
-                    if (clear_table(at, side) == cudaSuccess &&
-                        cudaEventRecord(static_cast<cudaEvent_t>(maker_cleared_), side) == cudaSuccess) {
-                        spare_table_ = t;
-                        spare_shift_ = proposed;
-                    } else {
-                        cudaFreeAsync(t, side);
-                    }
+                at.pte = static_cast<std::uint64_t*>(t);
+                at.pages = pages_at(proposed);
+                at.frames_n = static_cast<std::uint32_t>(frames_at(proposed));
+                at.frame_owner = reinterpret_cast<std::uint32_t*>(at.pte + at.pages + whole_words(at.pages));
+                if (clear_table(at, side) == cudaSuccess &&
+                    cudaEventRecord(static_cast<cudaEvent_t>(maker_cleared_), side) == cudaSuccess) {
+                    spare_table_ = t;
+                    spare_shift_ = proposed;
+                } else {
+                    cudaFreeAsync(t, side);
                 }
             }
             return;  // an allocation that failed is tried again, with its error, where the table is laid out
