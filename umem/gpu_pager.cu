@@ -70,6 +70,14 @@ __global__ void clear_kernel(PagerView t) {
     for (std::uint64_t i = first; i < t.frames_n; i += threads) __stcs(t.frame_owner + i, no_page);
 }
 
+// Where the table's parts lie in its one allocation at `base`, for t.pages pages and t.frames_n frames: the page
+// table, the pages' bits (used where nothing is ever evicted), the frame owners (GpuPager::table_bytes).
+void place_table(PagerView& t, std::uint64_t* base) {
+    t.pte = base;
+    t.whole = t.never_evicts() ? base + t.pages : nullptr;
+    t.frame_owner = reinterpret_cast<std::uint32_t*>(base + t.pages + whole_words(t.pages));
+}
+
 cudaError_t clear_table(const PagerView& t, cudaStream_t s) {
     clear_kernel<<<1024, 256, 0, s>>>(t);
     return cudaGetLastError();
@@ -191,23 +199,23 @@ void GpuPager::layout(std::uint32_t shift) {
     // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
     const bool start = auto_ && shift == auto_start_shift;
     const bool cleared = spare_table_ != nullptr && spare_shift_ == shift;  // mapped and cleared by table_maker_
+    std::uint64_t* table = nullptr;
     if (cleared) {  // the kernels after this wait for the clearing on the GPU, the host does not
         cuda_check(cudaStreamWaitEvent(0, static_cast<cudaEvent_t>(maker_cleared_), 0), "umem: cudaStreamWaitEvent",
                    "page table");
-        view_.pte = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
+        table = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
     } else {
         const std::uint64_t marks = start ? view_.pages * 12 : 0;  // the start's sectors and dirty blocks
-        view_.pte = device_alloc<std::uint64_t>((table_bytes(shift) + marks) / 8 + 1, "page table", true);
+        table = device_alloc<std::uint64_t>((table_bytes(shift) + marks + 7) / 8, "page table", true);
     }
-    // One allocation, one free (each API call of a change costs 5-10 us, H200): the page table, the pages'
-    // bits where nothing is ever evicted, the frame owners; at the start the partial pages' blocks and the
-    // dirty blocks after them.
-    view_.whole = view_.never_evicts() ? view_.pte + view_.pages : nullptr;
-    view_.frame_owner = reinterpret_cast<std::uint32_t*>(view_.pte + view_.pages + whole_words(view_.pages));
+    // One allocation, one free (each API call of a change costs 5-10 us, H200): the table (place_table); at the
+    // start the partial pages' blocks and the dirty blocks after it.
+    place_table(view_, table);
     view_.sectors = start ? view_.pte + table_bytes(shift) / 8 : nullptr;
     view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
     if (start)
-        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, 0), "umem: cudaMemset", "partial pages' blocks");
+        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, 0), "umem: cudaMemset",
+                   "partial pages' and dirty blocks");
     if (!cleared) cuda_check(clear_table(view_, 0), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl) and clears the profile: no copy, no wait
         relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
@@ -310,10 +318,9 @@ void GpuPager::make_table_ahead(int device) {
             void* t = nullptr;
             if (cudaMallocAsync(&t, table_bytes(proposed), side) == cudaSuccess) {
                 PagerView at{};
-                at.pte = static_cast<std::uint64_t*>(t);
                 at.pages = pages_at(proposed);
                 at.frames_n = static_cast<std::uint32_t>(frames_at(proposed));
-                at.frame_owner = reinterpret_cast<std::uint32_t*>(at.pte + at.pages + whole_words(at.pages));
+                place_table(at, static_cast<std::uint64_t*>(t));
                 if (clear_table(at, side) == cudaSuccess &&
                     cudaEventRecord(static_cast<cudaEvent_t>(maker_cleared_), side) == cudaSuccess) {
                     spare_table_ = t;
