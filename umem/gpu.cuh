@@ -168,9 +168,12 @@ public:
     // Same, noting that the warp reads elements [first, first + n) of the page: with the page size
     // left out, this is what the pager learns the granularity from.
     __device__ PageRef<T> warp_acquire(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
-        if (WarpGroup::self().leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
-        return {reinterpret_cast<T*>(acquire_noted(page, write, first, n)),
-                view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
+        const WarpGroup g = WarpGroup::self();
+        if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
+        Looked looked{};
+        std::byte* p = write ? nullptr : read_hit(g, page, looked);
+        if (p == nullptr) p = acquire_out_of_line(view_.shared, mover_, page, write, first, n, looked);
+        return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
     // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:
     // __syncwarp orders every lane's loads before the leader's release of the pin, and a
@@ -205,8 +208,8 @@ public:
         std::byte* data = hit ? view_.frame_data(frame) : nullptr;
         for (unsigned misses = named & ~hits; misses != 0; misses &= misses - 1) {
             const int k = __ffs(static_cast<int>(misses)) - 1;
-            std::byte* d = acquire_noted<SlimWarpGroup>(__shfl_sync(full, page, k), false, __shfl_sync(full, first, k),
-                                                        __shfl_sync(full, n, k));
+            std::byte* d = acquire_noted<SlimWarpGroup>(view_, mover_, __shfl_sync(full, page, k), false,
+                                                        __shfl_sync(full, first, k), __shfl_sync(full, n, k));
             if (lane == static_cast<unsigned>(k)) data = d;
         }
         return {reinterpret_cast<T*>(data), mine ? view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)) : 0,
@@ -287,15 +290,48 @@ public:
     }
 
 private:
+    // A read that hits, for the whole warp, without the protocol: where nothing is ever evicted every lane
+    // loads the page's bit (one request); otherwise the leader pins the page and tells the others whether it is
+    // resident whole. Null if not, with what the leader's look found (`looked`: the bit clear, or its pin held).
+    __device__ std::byte* read_hit(const WarpGroup& g, std::uint64_t page, Looked& looked) const {
+        constexpr unsigned full = 0xffffffffu;
+        if (view_.never_evicts()) {
+            looked.kind = Looked::bit_clear;
+            if (!__all_sync(full, whole_bit(view_, page))) return nullptr;
+            if (g.leader()) view_.count(g.shard(), c_hits);
+            return view_.frame_data(static_cast<std::uint32_t>(page));
+        }
+        bool hit = false;
+        if (g.leader()) {
+            looked = {Looked::pinned, pin(view_, page)};
+            hit = whole_resident(looked.word);
+            if (hit) {
+                mark_hit(view_, &view_.pte[page], looked.word, false);
+                view_.count(g.shard(), c_hits);
+            }
+        }
+        if (!__shfl_sync(full, hit, 0)) return nullptr;
+        return view_.frame_data(__shfl_sync(full, looked.word.frame(), 0));
+    }
+    // The protocol, out of line: the kernel's hits (read_hit) then run without its registers. It reads the view
+    // that all threads share (PagerView::shared), not this one, whose address would make every thread copy it.
+    __device__ __noinline__ static std::byte* acquire_out_of_line(const PagerView* v, DeviceMover m, std::uint64_t page,
+                                                                  bool write, std::uint64_t first, std::uint64_t n,
+                                                                  Looked looked) {
+        assert(v != nullptr && "umem: Array needs a GpuPager's view (PagerView::shared)");
+        const PagerView view = *v;  // loaded once, not again after each of the protocol's atomics
+        return acquire_noted(view, m, page, write, first, n, looked);
+    }
+
     // warp_acquire after the profile note: the protocol (pager.hpp's acquire) with the warp as G, and the write's
     // blocks marked.
     template <class G = WarpGroup>
-    __device__ std::byte* acquire_noted(std::uint64_t page, bool write, std::uint64_t first, std::uint64_t n) const {
+    __device__ static std::byte* acquire_noted(const PagerView& v, DeviceMover m, std::uint64_t page, bool write,
+                                               std::uint64_t first, std::uint64_t n, Looked looked = {}) {
         G g = G::self();
-        DeviceMover m = mover_;
-        std::byte* p = acquire(view_, page, write, g, m, n * sizeof(T), (first - page * per_page()) * sizeof(T));
-        if (write && g.leader() && p != view_.host_page(page))
-            note_write(view_, page, (first - page * per_page()) * sizeof(T), n * sizeof(T));
+        const std::uint64_t offset = first * sizeof(T) - (page << v.page_shift);
+        std::byte* p = acquire(v, page, write, g, m, n * sizeof(T), offset, looked);
+        if (write && g.leader() && p != v.host_page(page)) note_write(v, page, offset, n * sizeof(T));
         return p;
     }
 

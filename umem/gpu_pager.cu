@@ -92,6 +92,9 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
 
+// PagerView::shared, in stream order with the kernels around it.
+__global__ void publish_kernel(PagerView v, PagerView* to) { *to = v; }
+
 }  // namespace
 
 const char* name(Engine e) { return e == Engine::gpu_threads ? "gpu-threads" : "copy-engine"; }
@@ -133,6 +136,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                       cfg.admission,
                       cfg.eviction,
                       cfg.prefetch_depth};
+    view_.shared = device_alloc<PagerView>(1, "pager view");
     if (auto_) {
         view_.profile = device_alloc<std::uint64_t>(profile_words, "page-size profile");
         view_.profile_bits = profile_bits_for(cfg.bytes);
@@ -226,8 +230,14 @@ void GpuPager::layout(std::uint32_t shift) {
             cuda_check(cudaMemsetAsync(view_.profile, 0, profile_words * 8, 0), "umem: cudaMemset",
                        "page-size profile");
     }
+    publish();
     cuda_check(cudaGetLastError(), "umem: page table", "pager");
     if (old.pte != nullptr) cudaFreeAsync(old.pte, 0);  // after the relay kernel, in stream order
+}
+
+void GpuPager::publish() {
+    publish_kernel<<<1, 1>>>(view_, const_cast<PagerView*>(view_.shared));
+    cuda_check(cudaGetLastError(), "umem: publish the pager's view", "pager");
 }
 
 // Costs a read of one word in host memory while the accesses propose the page size in use (or mark
@@ -243,7 +253,10 @@ const PagerView& GpuPager::view() {
     if (proposed == 0) return view_;
     if (proposed == view_.page_shift) {  // settled: small reads need not wait for a choice any more
         atom::store(choice_, 0u);
-        view_.profile_decided = 1;
+        if (view_.profile_decided == 0) {
+            view_.profile_decided = 1;
+            publish();
+        }
         park_table_maker();
         return view_;
     }
@@ -264,7 +277,10 @@ const PagerView& GpuPager::view() {
         !change_pays(view_.page_shift, shift, true, fresh, view_.pages))
         shift = view_.page_shift;
     const bool first = decisions_++ == 0;
-    view_.profile_decided = 1;
+    if (view_.profile_decided == 0) {
+        view_.profile_decided = 1;
+        publish();
+    }
     const bool change = shift != view_.page_shift && (first || shift == wanted_);
     if (spare_table_ != nullptr && (!change || spare_shift_ != shift))  // after its clearing, on that stream
         cudaFreeAsync(std::exchange(spare_table_, nullptr), static_cast<cudaStream_t>(maker_stream_));
@@ -374,6 +390,7 @@ void GpuPager::release_all() noexcept {
     cudaFree(view_.counters);
     cudaFree(view_.frames);
     cudaFree(view_.profile);
+    cudaFree(const_cast<PagerView*>(view_.shared));
     if (choice_ != nullptr) cudaFreeHost(choice_);
 }
 

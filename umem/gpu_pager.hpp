@@ -55,6 +55,7 @@ private:
     void make_table_ahead(int device);                     // table_maker_'s loop
     void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
+    void publish();                                        // view_ into PagerView::shared, for the kernels after it
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 

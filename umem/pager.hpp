@@ -116,6 +116,10 @@ struct PagerView {
     // resident u64 over 8 GiB at 128-byte pages: the word first cost 1.89x GPU memory, the bit 1.12x;
     // bench/results/umem-h100-2026-11-26d.md).
     std::uint64_t* whole = nullptr;
+    // The same view in GPU memory (GpuPager; null elsewhere), which the protocol reads out of line
+    // (Array::warp_acquire's misses): one copy for all threads of a kernel, where one through `this` would
+    // be every thread's own, in local memory.
+    const PagerView* shared = nullptr;
 
     // Nothing is ever evicted: every page can have a frame of its own.
     UMEM_HD bool never_evicts() const { return frames_n >= pages; }
@@ -573,6 +577,19 @@ UMEM_HD inline bool unpinned_hit(std::uint64_t* slot, bool write, std::uint32_t&
     frame = e.frame();
     return true;
 }
+
+// A caller's own first look at a page, before acquire(): nothing, the page's bit (clear), or a pin (`word`: the
+// page's word before it, the pin still held).
+struct Looked {
+    enum Kind : std::uint8_t { nothing, bit_clear, pinned } kind = nothing;
+    Pte word{};
+};
+
+// The pin that an access to a pool that evicts starts with; returns the page's word before it.
+UMEM_HD inline Pte pin(const PagerView& v, std::uint64_t page) {
+    return Pte{atom::fetch_add(&v.pte[page], Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
+}
+
 // A read that is a hit and nothing else: the page resident whole, held as held() says (pinned unless nothing
 // is ever evicted), its bits set, `frame` its frame. Otherwise false with nothing held: take begin_access.
 // Counts nothing, so that lanes looking up pages of their own at once (Array::warp_acquire_each) count together.
@@ -584,7 +601,7 @@ UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_
         frame = static_cast<std::uint32_t>(page);
         return true;
     }
-    Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
+    const Pte e = pin(v, page);
     if (!whole_resident(e)) {
         atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
         return false;
@@ -594,26 +611,10 @@ UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_
     return true;
 }
 
-// Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
-// The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks). Where nothing is
-// ever evicted a read looks at the page's bit first, unless the caller just did (`bit_seen`: get()'s miss
-// path, whose kernels spilled more with a second look inlined; H100, umem-sparse-bench's get() kernels).
-// Here and not in acquire(): a look there before the loop made umem-bench's gather kernel spill more and
-// its reuse at a 25% pool 9% slower (1467-1493 against 1638-1664 GB/s; bench/results/umem-h100-2026-11-26d.md).
-UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
-                                 std::uint64_t bytes = ~0ull, std::uint64_t offset = 0, bool bit_seen = false) {
-    assert(page < v.pages && "umem: access beyond the end of the array");
+// begin_access once the page is pinned (`e`: its word before the pin).
+UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write, unsigned shard, Pte e,
+                              std::uint64_t bytes, std::uint64_t offset) {
     std::uint64_t* slot = &v.pte[page];
-    std::uint32_t frame = 0;
-    if (v.never_evicts() && !write && !bit_seen && whole_bit(v, page)) {
-        v.count(shard, c_hits);
-        return {Step::hit, static_cast<std::uint32_t>(page), no_page, 0, 0};
-    }
-    if (v.never_evicts() && unpinned_hit(slot, write, frame)) {
-        v.count(shard, c_hits);
-        return {Step::hit, frame, no_page, 0, 0};
-    }
-    Pte e{atom::fetch_add(slot, Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
     switch (e.state()) {
         case PageState::resident: {
             if (e.is(Pte::partial)) {  // the blocks it needs: in the frame, to be claimed, or claimed by another
@@ -665,6 +666,28 @@ UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool wr
             atom::fetch_sub(slot, Pte::pin_one);
             return {Step::wait, 0, no_page, 0, 0};
     }
+}
+
+// Leader: looks the page up and pins it, or wins the right to fill it, or must wait.
+// The access reads `bytes` of the page from `offset` on (what a fill copies: need_blocks). Where nothing is
+// ever evicted a read looks at the page's bit first, unless the caller just did (`bit_seen`: get()'s miss
+// path, whose kernels spilled more with a second look inlined; H100, umem-sparse-bench's get() kernels).
+// Not in acquire() before its loop: inlined there, it made umem-bench's gather kernel spill more and its reuse
+// at a 25% pool 9% slower (bench/results/umem-h100-2026-11-26d.md). Array::warp_acquire looks for a read hit
+// itself and runs acquire() out of line (bench/results/umem-h200-2026-11-26e.md).
+UMEM_HD inline Step begin_access(const PagerView& v, std::uint64_t page, bool write, unsigned shard,
+                                 std::uint64_t bytes = ~0ull, std::uint64_t offset = 0, bool bit_seen = false) {
+    assert(page < v.pages && "umem: access beyond the end of the array");
+    std::uint32_t frame = 0;
+    if (v.never_evicts() && !write && !bit_seen && whole_bit(v, page)) {
+        v.count(shard, c_hits);
+        return {Step::hit, static_cast<std::uint32_t>(page), no_page, 0, 0};
+    }
+    if (v.never_evicts() && unpinned_hit(&v.pte[page], write, frame)) {
+        v.count(shard, c_hits);
+        return {Step::hit, frame, no_page, 0, 0};
+    }
+    return after_pin(v, page, write, shard, pin(v, page), bytes, offset);
 }
 
 // Evictor, after the victim's frame was written back (when dirty): the victim is host again.
@@ -786,14 +809,19 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
 // Mover: to_frame(group, dst, src, bytes), to_host(group, dst, src, bytes) and to_host_blocks(group, dst,
 // src, bytes, blocks, block_shift) (only the blocks of the mask, a rare path); all lanes call them.
 // Returns the page's data (frame or host), held as held() says; the caller ends with release().
+// `looked`: what the leader's first look found where the caller looked for a hit itself (Array::warp_acquire).
 template <class Group, class Mover>
 UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool write, Group& g, Mover& m,
-                                  std::uint64_t bytes = ~0ull, std::uint64_t offset = 0) {
+                                  std::uint64_t bytes = ~0ull, std::uint64_t offset = 0, Looked looked = {}) {
     unsigned shard = g.shard();
     bool waited = false;
     for (;;) {
         Step s{};
-        if (g.leader()) s = begin_access(v, page, write, shard, bytes, offset);
+        if (g.leader())
+            s = looked.kind == Looked::pinned
+                    ? after_pin(v, page, write, shard, looked.word, bytes, offset)
+                    : begin_access(v, page, write, shard, bytes, offset, looked.kind == Looked::bit_clear);
+        looked = {};
         s.kind = static_cast<Step::Kind>(g.broadcast(s.kind));
         if (s.kind == Step::host) return v.host_page(page);
         s.frame = g.broadcast(s.frame);

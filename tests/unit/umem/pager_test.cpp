@@ -1174,6 +1174,93 @@ TEST_CASE("threads reading four pages at once (hits first, the rest one by one) 
     for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
 }
 
+// A read as Array::warp_acquire makes it: its own first look (the page's bit where nothing is ever evicted, else a
+// pin), and on anything but a hit the protocol going on from what that look saw (acquire's `looked`).
+std::byte* read_looking_first(const PagerView& v, std::uint64_t page, ThreadGroup& g, CpuMover& m) {
+    if (v.never_evicts()) {
+        if (std::byte* d = find_resident(v, page)) return d;
+        return acquire(v, page, false, g, m, ~0ull, 0, Looked{Looked::bit_clear, {}});
+    }
+    const Looked looked{Looked::pinned, pin(v, page)};
+    if (whole_resident(looked.word)) {
+        mark_hit(v, &v.pte[page], looked.word, false);
+        return v.frame_data(looked.word.frame());
+    }
+    return acquire(v, page, false, g, m, ~0ull, 0, looked);
+}
+
+TEST_CASE("a read that looked first: the protocol goes on from its pin, which it holds once") {
+    const std::uint64_t pages = 8;
+    std::vector<std::uint64_t> d = numbered(pages);
+    HostPager p(config(pages, 2), bytes(d));
+    const PagerView v = p.view();
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = read_looking_first(v, 3, g, m);  // a fault: filled from the look's pin
+    CHECK(Pte{v.pte[3]}.state() == PageState::resident);
+    CHECK(Pte{v.pte[3]}.pins() == 1);
+    CHECK(word(a, 7) == 3 * kWords + 7);
+    std::byte* b = read_looking_first(v, 3, g, m);  // a hit: the look's pin is the access's
+    CHECK(b == a);
+    CHECK(Pte{v.pte[3]}.pins() == 2);
+    end_access(v, 3, a, false);
+    end_access(v, 3, b, false);
+    CHECK(Pte{v.pte[3]}.pins() == 0);
+    v.pte[5] +=
+        static_cast<std::uint64_t>(PageState::migrating);  // another filler's, then host again: waits, then fills
+    std::thread other([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        atom::fetch_sub(&v.pte[5], std::uint64_t{1});
+    });
+    std::byte* c = read_looking_first(v, 5, g, m);
+    other.join();
+    CHECK(word(c, 9) == 5 * kWords + 9);
+    end_access(v, 5, c, false);
+    for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+}
+
+TEST_CASE("threads reading as warp_acquire does (a look first) and writing through a pool small or whole stay exact") {
+    const std::uint64_t pages = 64;
+    const int threads = 6, ops = 3000;
+    for (std::uint64_t frames : {std::uint64_t{8}, pages}) {
+        INFO("frames " << frames);
+        std::vector<std::uint64_t> d = numbered(pages);
+        HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
+        const PagerView v = p.view();
+        std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(pages, 0));
+        std::vector<int> bad(threads, 0);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                std::mt19937_64 rng(t * 7919 + 11);
+                ThreadGroup g{static_cast<unsigned>(t)};
+                CpuMover m;
+                for (int i = 0; i < ops; ++i) {
+                    const std::uint64_t page = rng() % (i % 3 == 0 ? 12 : pages);  // some hot
+                    std::byte* r = read_looking_first(v, page, g, m);
+                    if (word(r, 100) != page * kWords + 100) ++bad[t];
+                    release(v, page, g, r, false);
+                    if (i % 2 == 1) {  // word 200 + t of every page is thread t's own counter
+                        std::byte* w = acquire(v, page, true, g, m);
+                        const std::uint64_t x = word(w, 200 + t) + 1;
+                        std::memcpy(w + (200 + t) * 8, &x, 8);
+                        ++expect[t][page];
+                        release(v, page, g, w, true);
+                    }
+                }
+            });
+        for (auto& t : ts) t.join();
+        p.flush();
+        for (int t = 0; t < threads; ++t) {
+            CHECK(bad[t] == 0);
+            for (std::uint64_t pg = 0; pg < pages; ++pg)
+                REQUIRE(d[pg * kWords + 200 + t] == pg * kWords + 200 + t + expect[t][pg]);
+        }
+        CHECK((p.stats()[c_evictions] > 0) == (frames < pages));
+        for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+    }
+}
+
 TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
     CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident: smaller pages pay
     CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident: everything would be filled again
