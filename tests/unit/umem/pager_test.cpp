@@ -1122,13 +1122,14 @@ TEST_CASE("a lane's hit in a batch of reads: pinned only where frames can be evi
     }
 }
 
-TEST_CASE("threads reading four pages at once (hits first, the rest one by one) through a small pool stay exact") {
-    const std::uint64_t pages = 64;
-    const int threads = 6, ops = 3000;
-    std::vector<std::uint64_t> d = numbered(pages);
-    HostPager p(config(pages, 8, Admission::migrate), bytes(d));
+// Threads standing in for warps: in each of 3000 rounds a thread reads what `reads` reads (it counts the wrong words
+// it saw in `bad` and returns a page it read), and every second round adds one to the thread's own counter in that
+// page (word 200 + t), written a page at a time. After a flush every counter is exact and no pin is left.
+template <class Reads>
+void check_readers_and_writers(HostPager& p, const std::vector<std::uint64_t>& d, Reads reads) {
     const PagerView v = p.view();
-    std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(pages, 0));
+    const int threads = 6, ops = 3000;
+    std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(v.pages, 0));
     std::vector<int> bad(threads, 0);
     std::vector<std::thread> ts;
     for (int t = 0; t < threads; ++t)
@@ -1137,29 +1138,13 @@ TEST_CASE("threads reading four pages at once (hits first, the rest one by one) 
             ThreadGroup g{static_cast<unsigned>(t)};
             CpuMover m;
             for (int i = 0; i < ops; ++i) {
-                std::uint64_t page[4];
-                std::byte* data[4];
-                for (int k = 0; k < 4; ++k) page[k] = rng() % (i % 3 == 0 ? 12 : pages);  // some hot, some repeated
-                for (int k = 0; k < 4; ++k) {
-                    std::uint32_t f = 0;
-                    data[k] = try_hit(v, page[k], f) ? v.frame_data(f) : nullptr;
-                }
-                for (int k = 0; k < 4; ++k)
-                    if (data[k] == nullptr) data[k] = acquire(v, page[k], false, g, m);
-                for (int k = 0; k < 4; ++k) {
-                    std::uint64_t x;
-                    std::memcpy(&x, data[k] + 100 * 8, 8);
-                    if (x != page[k] * kWords + 100) ++bad[t];
-                }
-                for (int k = 0; k < 4; ++k) end_access(v, page[k], data[k], false);
-                if (i % 2 == 1) {  // a write, a page at a time: word 200 + t of every page is thread t's own counter
-                    std::byte* w = acquire(v, page[0], true, g, m);
-                    std::uint64_t x;
-                    std::memcpy(&x, w + (200 + t) * 8, 8);
-                    ++x;
+                const std::uint64_t page = reads(g, m, rng, i, bad[t]);
+                if (i % 2 == 1) {
+                    std::byte* w = acquire(v, page, true, g, m);
+                    const std::uint64_t x = word(w, 200 + t) + 1;
                     std::memcpy(w + (200 + t) * 8, &x, 8);
-                    ++expect[t][page[0]];
-                    release(v, page[0], g, w, true);
+                    ++expect[t][page];
+                    release(v, page, g, w, true);
                 }
             }
         });
@@ -1167,11 +1152,33 @@ TEST_CASE("threads reading four pages at once (hits first, the rest one by one) 
     p.flush();
     for (int t = 0; t < threads; ++t) {
         CHECK(bad[t] == 0);
-        for (std::uint64_t pg = 0; pg < pages; ++pg)
+        for (std::uint64_t pg = 0; pg < v.pages; ++pg)
             REQUIRE(d[pg * kWords + 200 + t] == pg * kWords + 200 + t + expect[t][pg]);
     }
+    for (std::uint64_t pg = 0; pg < v.pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
+}
+
+TEST_CASE("threads reading four pages at once (hits first, the rest one by one) through a small pool stay exact") {
+    const std::uint64_t pages = 64;
+    std::vector<std::uint64_t> d = numbered(pages);
+    HostPager p(config(pages, 8, Admission::migrate), bytes(d));
+    const PagerView v = p.view();
+    check_readers_and_writers(p, d, [&](ThreadGroup& g, CpuMover& m, std::mt19937_64& rng, int i, int& bad) {
+        std::uint64_t page[4];
+        std::byte* data[4];
+        for (int k = 0; k < 4; ++k) page[k] = rng() % (i % 3 == 0 ? 12 : pages);  // some hot, some repeated
+        for (int k = 0; k < 4; ++k) {
+            std::uint32_t f = 0;
+            data[k] = try_hit(v, page[k], f) ? v.frame_data(f) : nullptr;
+        }
+        for (int k = 0; k < 4; ++k)
+            if (data[k] == nullptr) data[k] = acquire(v, page[k], false, g, m);
+        for (int k = 0; k < 4; ++k)
+            if (word(data[k], 100) != page[k] * kWords + 100) ++bad;
+        for (int k = 0; k < 4; ++k) end_access(v, page[k], data[k], false);
+        return page[0];
+    });
     CHECK(p.stats()[c_evictions] > 0);
-    for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
 }
 
 // A read as Array::warp_acquire makes it: its own first look (the page's bit where nothing is ever evicted, else a
@@ -1221,43 +1228,19 @@ TEST_CASE("a read that looked first: the protocol goes on from its pin, which it
 
 TEST_CASE("threads reading as warp_acquire does (a look first) and writing through a pool small or whole stay exact") {
     const std::uint64_t pages = 64;
-    const int threads = 6, ops = 3000;
     for (std::uint64_t frames : {std::uint64_t{8}, pages}) {
         INFO("frames " << frames);
         std::vector<std::uint64_t> d = numbered(pages);
         HostPager p(config(pages, frames, Admission::adaptive), bytes(d));
         const PagerView v = p.view();
-        std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(pages, 0));
-        std::vector<int> bad(threads, 0);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t * 7919 + 11);
-                ThreadGroup g{static_cast<unsigned>(t)};
-                CpuMover m;
-                for (int i = 0; i < ops; ++i) {
-                    const std::uint64_t page = rng() % (i % 3 == 0 ? 12 : pages);  // some hot
-                    std::byte* r = read_looking_first(v, page, g, m);
-                    if (word(r, 100) != page * kWords + 100) ++bad[t];
-                    release(v, page, g, r, false);
-                    if (i % 2 == 1) {  // word 200 + t of every page is thread t's own counter
-                        std::byte* w = acquire(v, page, true, g, m);
-                        const std::uint64_t x = word(w, 200 + t) + 1;
-                        std::memcpy(w + (200 + t) * 8, &x, 8);
-                        ++expect[t][page];
-                        release(v, page, g, w, true);
-                    }
-                }
-            });
-        for (auto& t : ts) t.join();
-        p.flush();
-        for (int t = 0; t < threads; ++t) {
-            CHECK(bad[t] == 0);
-            for (std::uint64_t pg = 0; pg < pages; ++pg)
-                REQUIRE(d[pg * kWords + 200 + t] == pg * kWords + 200 + t + expect[t][pg]);
-        }
+        check_readers_and_writers(p, d, [&](ThreadGroup& g, CpuMover& m, std::mt19937_64& rng, int i, int& bad) {
+            const std::uint64_t page = rng() % (i % 3 == 0 ? 12 : pages);  // some hot
+            std::byte* r = read_looking_first(v, page, g, m);
+            if (word(r, 100) != page * kWords + 100) ++bad;
+            release(v, page, g, r, false);
+            return page;
+        });
         CHECK((p.stats()[c_evictions] > 0) == (frames < pages));
-        for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
     }
 }
 
