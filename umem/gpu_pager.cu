@@ -92,6 +92,21 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
 
+// Pages resident whole, by their bits (PagerView::whole), into `out` (pinned, mapped host memory: a plain store by
+// one thread, as a GPU's atomics on host memory are not atomic). One block: the bits of 8 GiB of 4 KiB pages are
+// 32K words.
+__global__ void count_whole_kernel(const std::uint64_t* bits, std::uint64_t words, std::uint64_t* out) {
+    __shared__ unsigned long long total;
+    if (threadIdx.x == 0) total = 0;
+    __syncthreads();
+    unsigned long long n = 0;
+    for (std::uint64_t i = threadIdx.x; i < words; i += blockDim.x) n += static_cast<unsigned>(__popcll(bits[i]));
+    for (int d = 16; d > 0; d /= 2) n += __shfl_down_sync(0xffffffffu, n, d);
+    if ((threadIdx.x & 31) == 0) atomicAdd(&total, n);
+    __syncthreads();
+    if (threadIdx.x == 0) *out = total;
+}
+
 // PagerView::shared, in stream order with the kernels around it.
 __global__ void publish_kernel(PagerView v, PagerView* to) { *to = v; }
 
@@ -150,6 +165,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         cuda_check(cudaHostGetDevicePointer(&dev_choice, choice, 0), "umem: cudaHostGetDevicePointer",
                    "page-size proposal");
         view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
+        looked_dev_ = static_cast<std::uint64_t*>(dev_choice) + 1;
     }
     layout(shift);
     if (auto_) {
@@ -264,17 +280,20 @@ const PagerView& GpuPager::view() {
     since_look_ = 0;
     stop_table_maker();
     atom::store(choice_, 0u);
-    // One wait for the kernels before it, with the tally and the frames taken copied into pinned memory: two
-    // blocking copies into pageable memory took 54 and 15 us (H200), a fifth of a short batch.
+    // One wait for the kernels before it, with the tally and the pages resident whole (where the pool holds every
+    // page) in pinned memory: two blocking copies into pageable memory took 54 and 15 us (H200), a fifth of a short
+    // batch.
     cuda_check(cudaMemcpyAsync(looked_, view_.profile + profile_tally, 16, cudaMemcpyDeviceToHost, 0),
                "umem: read page-size tally", "pager");
-    cuda_check(cudaMemcpyAsync(looked_ + 2, view_.ctl + ctl_fresh, 8, cudaMemcpyDeviceToHost, 0),
-               "umem: read frames used", "pager");
+    if (view_.never_evicts()) {
+        count_whole_kernel<<<1, 1024>>>(view_.whole, whole_words(view_.pages), looked_dev_ + 2);
+        cuda_check(cudaGetLastError(), "umem: count pages resident whole", "pager");
+    }
     cuda_check(cudaStreamSynchronize(0), "umem: wait for the kernels", "pager");
-    const std::uint64_t t[2] = {looked_[0], looked_[1]}, fresh = std::min<std::uint64_t>(looked_[2], view_.frames_n);
+    const std::uint64_t t[2] = {looked_[0], looked_[1]};
     std::uint32_t shift = choose_page_shift(t, view_.page_shift);
     if (shift < view_.page_shift && view_.never_evicts() &&
-        !change_pays(view_.page_shift, shift, true, fresh, view_.pages))
+        !change_pays(view_.page_shift, shift, true, looked_[2], view_.pages))
         shift = view_.page_shift;
     const bool first = decisions_++ == 0;
     if (view_.profile_decided == 0) {

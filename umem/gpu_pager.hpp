@@ -66,8 +66,9 @@ private:
     std::uint64_t decisions_ = 0;      // looks at the profile that decided something
     std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
-    std::uint64_t* looked_ = nullptr;  // pinned, after *choice_: the tally's two words and ctl_fresh, copied at a look
-    std::uint32_t look_every_ = 1;     // proposals of another page size between looks at the tally
+    std::uint64_t* looked_ = nullptr;  // pinned, after *choice_: the tally's two words and the pages whole, at a look
+    std::uint64_t* looked_dev_ = nullptr;  // the same, mapped for the GPU
+    std::uint32_t look_every_ = 1;         // proposals of another page size between looks at the tally
     std::uint32_t since_look_ = 0;
     // Automatic page size: mapping a new table's GPU memory is most of a change's cost (10-14 us a MiB,
     // H100), so a thread maps the table of the first smaller page size the kernels propose while they

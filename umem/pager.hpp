@@ -316,16 +316,17 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
 // Whether moving from pages of 1 << current to 1 << chosen bytes pays. Larger pages: fewer
 // translations and a smaller table. Smaller pages save bytes only on pages not filled yet and make
 // nothing fit that did not, while a hit through the larger table costs more (its 8 bytes a page stop
-// fitting L2): with a pool that holds the whole array and half of it already in frames, they do not
+// fitting L2): with a pool that holds the whole array and half its pages already resident whole, they do not
 // pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to 128 B after the first
-// pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
+// pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md). Partial pages do not count:
+// they hold what was read, and a change keeps exactly that.
 // Nor, at such a pool, does a page half as large, however little is resident: 4 KiB fills move more
 // bytes a second and hits through half the table cost less (H200, BFS over 2 GiB at a full pool: its
 // column array moved to 2 KiB, second pass 5.43 ms against 5.23 staying at 4 KiB; kept, 5.40 against 5.35).
-inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t frames_used,
+inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t whole,
                         std::uint64_t pages) {
     if (chosen == current) return false;
-    return chosen > current || !never_evicts || (frames_used * 2 < pages && chosen + 1 < current);
+    return chosen > current || !never_evicts || (whole * 2 < pages && chosen + 1 < current);
 }
 
 // A write of bytes [offset, offset + n) of resident page `page` (n >= 1): marks its blocks of 1/32 page
@@ -439,16 +440,35 @@ UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
     return (h >> 58) == 0;
 }
 
+// A lone thread's element (under 32 bytes: get(), or a warp_acquire of one element) where the pool holds the array,
+// before the first choice: it fills half its page first, and the rest once it reads the other half.
+UMEM_HD inline bool lone_at_full_pool(const PagerView& v, std::uint64_t bytes) {
+    return v.sectors != nullptr && v.profile_decided == 0 && bytes < 32 && v.never_evicts();
+}
+
 // The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
 // start), before the first choice, only those of a small access (a quarter of the page or less), so that
-// a row's fill moves the row, not 4 KiB. A lone thread's element (under 32 bytes, get()) takes the whole
-// page while the pool holds the array: there 4 KiB fills run at the link's rate and the array's
-// elements are read densely enough (H200: 0.98x the best fixed size over 4 GiB). Else the whole page.
+// a row's fill moves the row, not 4 KiB. A lone thread's element where the pool holds the array takes the half
+// page around it: a 2 KiB fill runs near the link's rate, as a 4 KiB one does, and a page read densely costs one
+// fill more (the other half, missing_blocks), while short runs and sparse elements move half the bytes (H100, 4 GiB
+// of u64 at a full pool: dense elements 0.97-1.00x p4096, runs of 8 1.13x the best fixed size, was 1.58x; a
+// quarter page moved less but cost dense reads 3-5%; bench/results/umem-h200-2026-11-26e.md). Else the whole page.
 UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
                                          std::uint64_t bytes) {
-    if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4 || (bytes < 32 && v.never_evicts()))
-        return v.page_blocks(page);
+    if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4) return v.page_blocks(page);
+    if (lone_at_full_pool(v, bytes)) {
+        const std::uint64_t half = v.page_size() / 2;
+        return v.blocks_of(offset & ~(half - 1), half) & v.page_blocks(page);
+    }
     return v.blocks_of(offset, bytes) & v.page_blocks(page);
+}
+
+// What an access to a partial page must still copy in, of the blocks it needs, the frame lacking `have` (0: it has
+// what it reads). A lone element where the pool holds the array whose own block is missing takes the rest of the page.
+UMEM_HD inline std::uint32_t missing_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
+                                            std::uint64_t bytes, std::uint32_t have) {
+    if (lone_at_full_pool(v, bytes)) return (v.blocks_of(offset, bytes) & ~have) != 0 ? v.page_blocks(page) & ~have : 0;
+    return need_blocks(v, page, offset, bytes) & ~have;
 }
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
@@ -619,7 +639,7 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
         case PageState::resident: {
             if (e.is(Pte::partial)) {  // the blocks it needs: in the frame, to be claimed, or claimed by another
                 const std::uint64_t w = atom::load(&v.sectors[page]);
-                const std::uint32_t missing = need_blocks(v, page, offset, bytes) & ~static_cast<std::uint32_t>(w);
+                const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w));
                 if (missing != 0) {  // claim the first run of them nobody claimed (one copy: fill_frame)
                     const std::uint32_t mine = lowest_run(missing & ~static_cast<std::uint32_t>(w >> 32));
                     std::uint64_t expected = w;

@@ -892,9 +892,27 @@ TEST_CASE(
         a = acquire(v, 4, false, g, m, 1025, 0);
         release(v, 4, g, a, false);
         CHECK_FALSE(Pte{v.pte[4]}.is(Pte::partial));
-        // A lone thread's element: the whole page while the pool holds the array, its block when not.
-        CHECK(need_blocks(v, 5, 16, 8) == (frames == pages ? 0xffffffffu : 1u));
-        CHECK(need_blocks(v, 5, 4095, 1) == (frames == pages ? 0xffffffffu : 0x80000000u));
+        // A lone thread's element: half its page while the pool holds the array, its block when not.
+        CHECK(need_blocks(v, 5, 16, 8) == (frames == pages ? 0xffffu : 1u));
+        CHECK(need_blocks(v, 5, 4095, 1) == (frames == pages ? 0xffff0000u : 0x80000000u));
+        if (frames == pages) {                                 // then the rest, once it reads the other half
+            CHECK(missing_blocks(v, 5, 16, 8, 0xffffu) == 0);  // its half is in: a hit
+            CHECK(missing_blocks(v, 5, 4095, 1, 0xffffu) == 0xffff0000u);  // the other half
+            CHECK(missing_blocks(v, 5, 16, 8, 0xff00u) == 0xffff00ffu);    // its block missing: all that is
+            CHECK(missing_blocks(v, 5, 0, 256, 0xffff0000u) == 0x3u);      // a warp's row: its own blocks
+            a = acquire(v, 5, false, g, m, 8, 2048 + 16);
+            release(v, 5, g, a, false);
+            CHECK(static_cast<std::uint32_t>(sectors[5]) == 0xffff0000u);
+            CHECK(frame_word(5, 256 + 2) == 5 * kWords + 256 + 2);
+            a = acquire(v, 5, false, g, m, 8, 2048 + 8 * 100);  // the same half: a hit, nothing copied
+            release(v, 5, g, a, false);
+            CHECK(static_cast<std::uint32_t>(sectors[5]) == 0xffff0000u);
+            a = acquire(v, 5, false, g, m, 8, 16);  // the other half: the page whole
+            release(v, 5, g, a, false);
+            CHECK_FALSE(Pte{v.pte[5]}.is(Pte::partial));
+            CHECK(whole_bit(v, 5));
+            for (std::uint64_t w = 0; w < kWords; ++w) CHECK(frame_word(5, w) == 5 * kWords + w);
+        }
         // Two accesses that need the same blocks: the first claims them, the second waits for its copy.
         const Step s1 = begin_access(v, 3, false, 0, 256, 1024);
         CHECK(s1.kind == Step::sector);
@@ -1245,8 +1263,8 @@ TEST_CASE("threads reading as warp_acquire does (a look first) and writing throu
 }
 
 TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
-    CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident: smaller pages pay
-    CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident: everything would be filled again
+    CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident whole: smaller pages pay
+    CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident whole: hits through the small table cost more
     CHECK(change_pays(12, 7, false, 500, 1000));       // a pool smaller than the array: small pages hold more
     CHECK_FALSE(change_pays(12, 11, true, 0, 1000));   // full pool, half the page: not worth a larger table
     CHECK(change_pays(12, 11, false, 0, 1000));        // a smaller pool: it is
