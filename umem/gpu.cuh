@@ -303,12 +303,8 @@ private:
         }
         bool hit = false;
         if (g.leader()) {
-            looked = {Looked::pinned, pin(view_, page)};
-            hit = whole_resident(looked.word);
-            if (hit) {
-                mark_hit(view_, &view_.pte[page], looked.word, false);
-                view_.count(g.shard(), c_hits);
-            }
+            hit = pinned_hit(view_, page, looked);
+            if (hit) view_.count(g.shard(), c_hits);
         }
         if (!__shfl_sync(full, hit, 0)) return nullptr;
         return view_.frame_data(__shfl_sync(full, looked.word.frame(), 0));

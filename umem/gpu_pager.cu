@@ -251,6 +251,13 @@ void GpuPager::layout(std::uint32_t shift) {
     if (old.pte != nullptr) cudaFreeAsync(old.pte, 0);  // after the relay kernel, in stream order
 }
 
+// The first choice is made (need_blocks: after it an access needs its page whole), in the shared view too.
+void GpuPager::decide() {
+    if (view_.profile_decided != 0) return;
+    view_.profile_decided = 1;
+    publish();
+}
+
 void GpuPager::publish() {
     publish_kernel<<<1, 1>>>(view_, const_cast<PagerView*>(view_.shared));
     cuda_check(cudaGetLastError(), "umem: publish the pager's view", "pager");
@@ -269,10 +276,7 @@ const PagerView& GpuPager::view() {
     if (proposed == 0) return view_;
     if (proposed == view_.page_shift) {  // settled: small reads need not wait for a choice any more
         atom::store(choice_, 0u);
-        if (view_.profile_decided == 0) {
-            view_.profile_decided = 1;
-            publish();
-        }
+        decide();
         park_table_maker();
         return view_;
     }
@@ -296,18 +300,16 @@ const PagerView& GpuPager::view() {
         !change_pays(view_.page_shift, shift, true, looked_[2], view_.pages))
         shift = view_.page_shift;
     const bool first = decisions_++ == 0;
-    if (view_.profile_decided == 0) {
-        view_.profile_decided = 1;
-        publish();
-    }
     const bool change = shift != view_.page_shift && (first || shift == wanted_);
     if (spare_table_ != nullptr && (!change || spare_shift_ != shift))  // after its clearing, on that stream
         cudaFreeAsync(std::exchange(spare_table_, nullptr), static_cast<cudaStream_t>(maker_stream_));
     if (!change) {
+        decide();
         if (shift == view_.page_shift) look_every_ = std::min<std::uint32_t>(look_every_ * 2, 64);
         wanted_ = shift;
         return view_;
     }
+    view_.profile_decided = 1;  // published with the new table (layout)
     wanted_ = 0;
     look_every_ = 1;
     const std::uint64_t was = view_.page_size();

@@ -56,6 +56,7 @@ private:
     void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
     void publish();                                        // view_ into PagerView::shared, for the kernels after it
+    void decide();                                         // profile_decided set, and published
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 

@@ -610,6 +610,15 @@ UMEM_HD inline Pte pin(const PagerView& v, std::uint64_t page) {
     return Pte{atom::fetch_add(&v.pte[page], Pte::pin_one, atom::acquire)};  // the pin orders nothing before it
 }
 
+// A look that pins a page of a pool that evicts (`looked`: the word before the pin, the pin held): true, with the hit
+// marked, when the page is resident whole.
+UMEM_HD inline bool pinned_hit(const PagerView& v, std::uint64_t page, Looked& looked) {
+    looked = {Looked::pinned, pin(v, page)};
+    if (!whole_resident(looked.word)) return false;
+    mark_hit(v, &v.pte[page], looked.word, false);
+    return true;
+}
+
 // A read that is a hit and nothing else: the page resident whole, held as held() says (pinned unless nothing
 // is ever evicted), its bits set, `frame` its frame. Otherwise false with nothing held: take begin_access.
 // Counts nothing, so that lanes looking up pages of their own at once (Array::warp_acquire_each) count together.
@@ -621,13 +630,12 @@ UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_
         frame = static_cast<std::uint32_t>(page);
         return true;
     }
-    const Pte e = pin(v, page);
-    if (!whole_resident(e)) {
+    Looked looked;
+    if (!pinned_hit(v, page, looked)) {
         atom::fetch_sub(slot, Pte::pin_one);  // as begin_access drops a pin it cannot use
         return false;
     }
-    mark_hit(v, slot, e, false);
-    frame = e.frame();
+    frame = looked.word.frame();
     return true;
 }
 

@@ -1206,11 +1206,8 @@ std::byte* read_looking_first(const PagerView& v, std::uint64_t page, ThreadGrou
         if (std::byte* d = find_resident(v, page)) return d;
         return acquire(v, page, false, g, m, ~0ull, 0, Looked{Looked::bit_clear, {}});
     }
-    const Looked looked{Looked::pinned, pin(v, page)};
-    if (whole_resident(looked.word)) {
-        mark_hit(v, &v.pte[page], looked.word, false);
-        return v.frame_data(looked.word.frame());
-    }
+    Looked looked;
+    if (pinned_hit(v, page, looked)) return v.frame_data(looked.word.frame());
     return acquire(v, page, false, g, m, ~0ull, 0, looked);
 }
 
