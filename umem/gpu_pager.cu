@@ -84,7 +84,10 @@ cudaError_t clear_table(const PagerView& t, cudaStream_t s) {
 }
 
 __global__ void relay_kernel(PagerView from, PagerView to) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) relay_ctl(from, to);  // no thread of the relay reads them
+    if (blockIdx.x == 0 && threadIdx.x == 0) {  // no thread of the relay reads them
+        relay_ctl(from, to);
+        *const_cast<PagerView*>(to.shared) = to;  // as publish() would, one launch fewer
+    }
     const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
     if (to.profile != nullptr)  // the profile starts again at the new size (GpuPager::view)
         for (std::uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < profile_words; i += threads)
@@ -92,19 +95,26 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
 
-// Pages resident whole, by their bits (PagerView::whole), into `out` (pinned, mapped host memory: a plain store by
-// one thread, as a GPU's atomics on host memory are not atomic). One block: the bits of 8 GiB of 4 KiB pages are
-// 32K words.
-__global__ void count_whole_kernel(const std::uint64_t* bits, std::uint64_t words, std::uint64_t* out) {
+// What a look reads, into `out` (pinned, mapped host memory; plain stores, as a GPU's atomics on host memory are not
+// atomic): the tally's two words, and where nothing is ever evicted the pages resident whole, by their bits
+// (PagerView::whole). One launch instead of a copy and a launch (each API call of a change costs 3-10 us). One block:
+// the bits of 8 GiB of 4 KiB pages are 32K words.
+__global__ void look_kernel(PagerView v, std::uint64_t* out) {
+    if (threadIdx.x == 0) {
+        out[0] = v.profile[profile_tally];
+        out[1] = v.profile[profile_tally + 1];
+    }
+    if (v.whole == nullptr) return;
     __shared__ unsigned long long total;
     if (threadIdx.x == 0) total = 0;
     __syncthreads();
     unsigned long long n = 0;
-    for (std::uint64_t i = threadIdx.x; i < words; i += blockDim.x) n += static_cast<unsigned>(__popcll(bits[i]));
+    const std::uint64_t words = whole_words(v.pages);
+    for (std::uint64_t i = threadIdx.x; i < words; i += blockDim.x) n += static_cast<unsigned>(__popcll(v.whole[i]));
     for (int d = 16; d > 0; d /= 2) n += __shfl_down_sync(0xffffffffu, n, d);
     if ((threadIdx.x & 31) == 0) atomicAdd(&total, n);
     __syncthreads();
-    if (threadIdx.x == 0) *out = total;
+    if (threadIdx.x == 0) out[2] = total;
 }
 
 // PagerView::shared, in stream order with the kernels around it.
@@ -237,7 +247,8 @@ void GpuPager::layout(std::uint32_t shift) {
         cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, 0), "umem: cudaMemset",
                    "partial pages' and dirty blocks");
     if (!cleared) cuda_check(clear_table(view_, 0), "umem: clearing the table", "page table");
-    if (relay) {  // the kernel also sets the control words (relay_ctl) and clears the profile: no copy, no wait
+    if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
+                  // no copy, no wait
         relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
                                                                                                                view_);
     } else {
@@ -245,8 +256,8 @@ void GpuPager::layout(std::uint32_t shift) {
         if (view_.profile != nullptr)
             cuda_check(cudaMemsetAsync(view_.profile, 0, profile_words * 8, 0), "umem: cudaMemset",
                        "page-size profile");
+        publish();
     }
-    publish();
     cuda_check(cudaGetLastError(), "umem: page table", "pager");
     if (old.pte != nullptr) cudaFreeAsync(old.pte, 0);  // after the relay kernel, in stream order
 }
@@ -284,15 +295,11 @@ const PagerView& GpuPager::view() {
     since_look_ = 0;
     stop_table_maker();
     atom::store(choice_, 0u);
-    // One wait for the kernels before it, with the tally and the pages resident whole (where the pool holds every
-    // page) in pinned memory: two blocking copies into pageable memory took 54 and 15 us (H200), a fifth of a short
-    // batch.
-    cuda_check(cudaMemcpyAsync(looked_, view_.profile + profile_tally, 16, cudaMemcpyDeviceToHost, 0),
-               "umem: read page-size tally", "pager");
-    if (view_.never_evicts()) {
-        count_whole_kernel<<<1, 1024>>>(view_.whole, whole_words(view_.pages), looked_dev_ + 2);
-        cuda_check(cudaGetLastError(), "umem: count pages resident whole", "pager");
-    }
+    // One launch and one wait for the kernels before it, the tally and the pages resident whole (where the pool holds
+    // every page) written into pinned memory (look_kernel): two blocking copies into pageable memory took 54 and 15 us
+    // (H200), a fifth of a short batch.
+    look_kernel<<<1, 1024>>>(view_, looked_dev_);
+    cuda_check(cudaGetLastError(), "umem: read the page-size tally", "pager");
     cuda_check(cudaStreamSynchronize(0), "umem: wait for the kernels", "pager");
     const std::uint64_t t[2] = {looked_[0], looked_[1]};
     std::uint32_t shift = choose_page_shift(t, view_.page_shift);

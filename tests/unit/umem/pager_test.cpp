@@ -1044,11 +1044,12 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     CHECK(sub_word(2, 16) == 1 * kWords + 80);
     CHECK(sub_word(4, 0) == 1 * kWords + 128 + 1000);
     CHECK(sub_word(4, 16) == 1 * kWords + 144);
-    // The hand hands the free frames out; the pool is full otherwise (every frame was taken at 4 KiB),
-    // and the kept sub-pages were read since (referenced: the hand passes them once).
+    // The hand hands the free frames out before it evicts anything; the pool is full otherwise (every frame was
+    // taken at 4 KiB). The kept sub-pages are not referenced (relay_page): the hand passes them while free frames
+    // remain, and evicts once a claim finds none.
+    relay_ctl(from, to);
+    CHECK(ctl[ctl_free_first] == 1);
     ctl[ctl_fresh] = to.frames_n;
-    pte[1 * sub + 2] |= Pte::referenced;
-    pte[1 * sub + 4] |= Pte::referenced;
     std::uint32_t handed = 0;
     for (std::uint32_t k = 0; k < sub - 2; ++k) {
         const Claim c = claim_frame(to, 0, 0);
@@ -1059,6 +1060,13 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
         ++handed;
     }
     CHECK(handed == sub - 2);
+    CHECK(ctl[ctl_free_first] == 1);
+    const Claim evicting = claim_frame(to, 0, 0);
+    CHECK(ctl[ctl_free_first] == 0);
+    REQUIRE((evicting.victim == 1 * sub + 2 || evicting.victim == 1 * sub + 4));
+    CHECK(evicting.frame == f * sub + (evicting.victim - 1 * sub));
+    CHECK(Pte{pte[evicting.victim]}.state() == PageState::evicting);
+    pte[evicting.victim] -= 1;  // evicting -> resident: left for the flush below
     ThreadGroup g2{0};
     flush_all(to, g2, m);
     CHECK(data[1 * kWords + 128] == 1 * kWords + 128 + 1000);
