@@ -22,12 +22,12 @@ void cuda_check(cudaError_t rc, const char* op, const std::string& object, const
     if (rc != cudaSuccess) throw Error(op, object, cudaGetErrorString(rc), hint);
 }
 
-// `ordered`: from the stream-ordered allocator, for the page tables that a change of page size frees
+// `ordered`: from the stream-ordered allocator, on `stream`, for the page tables that a change of page size frees
 // and allocates (cudaFreeAsync does not wait for the device as cudaFree does).
 template <class T>
-T* device_alloc(std::uint64_t count, const char* what, bool ordered = false) {
+T* device_alloc(std::uint64_t count, const char* what, bool ordered = false, cudaStream_t stream = 0) {
     void* p = nullptr;
-    cuda_check(ordered ? cudaMallocAsync(&p, count * sizeof(T), 0) : cudaMalloc(&p, count * sizeof(T)),
+    cuda_check(ordered ? cudaMallocAsync(&p, count * sizeof(T), stream) : cudaMalloc(&p, count * sizeof(T)),
                ordered ? "umem: cudaMallocAsync" : "umem: cudaMalloc",
                log::concat(what, ", ", count * sizeof(T), " bytes"), "make the frame pool smaller (Config::frames)");
     return static_cast<T*>(p);
@@ -177,7 +177,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
         looked_dev_ = static_cast<std::uint64_t*>(dev_choice) + 1;
     }
-    layout(shift);
+    layout(shift, nullptr);
     if (auto_) {
         int device = 0;
         cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
@@ -216,7 +216,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
 // resident page's sub-pages stay resident in its frame's bytes (relay_page), dirty where it was. Else
 // (the first table, larger pages) dirty frames are written back and every page starts in host memory.
 // No kernel may use the pager.
-void GpuPager::layout(std::uint32_t shift) {
+void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     const PagerView old = view_;
     const std::uint64_t frames = frames_at(shift);
     const bool relay = old.pte != nullptr && relay_fits(old, shift, frames);
@@ -231,12 +231,12 @@ void GpuPager::layout(std::uint32_t shift) {
     const bool cleared = spare_table_ != nullptr && spare_shift_ == shift;  // mapped and cleared by table_maker_
     std::uint64_t* table = nullptr;
     if (cleared) {  // the kernels after this wait for the clearing on the GPU, the host does not
-        cuda_check(cudaStreamWaitEvent(0, static_cast<cudaEvent_t>(maker_cleared_), 0), "umem: cudaStreamWaitEvent",
-                   "page table");
+        cuda_check(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(maker_cleared_), 0),
+                   "umem: cudaStreamWaitEvent", "page table");
         table = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
     } else {
         const std::uint64_t marks = start ? view_.pages * 12 : 0;  // the start's sectors and dirty blocks
-        table = device_alloc<std::uint64_t>((table_bytes(shift) + marks + 7) / 8, "page table", true);
+        table = device_alloc<std::uint64_t>((table_bytes(shift) + marks + 7) / 8, "page table", true, stream);
     }
     // One allocation, one free (each API call of a change costs 5-10 us, H200): the table (place_table); at the
     // start the partial pages' blocks and the dirty blocks after it.
@@ -244,33 +244,33 @@ void GpuPager::layout(std::uint32_t shift) {
     view_.sectors = start ? view_.pte + table_bytes(shift) / 8 : nullptr;
     view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
     if (start)
-        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, 0), "umem: cudaMemset",
+        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, stream), "umem: cudaMemset",
                    "partial pages' and dirty blocks");
-    if (!cleared) cuda_check(clear_table(view_, 0), "umem: clearing the table", "page table");
+    if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
-        relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256>>>(old,
-                                                                                                               view_);
+        relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256, 0,
+                       stream>>>(old, view_);
     } else {
-        cuda_check(cudaMemset(view_.ctl, 0, ctl_words * 8), "umem: cudaMemset", "control words");
+        cuda_check(cudaMemsetAsync(view_.ctl, 0, ctl_words * 8, stream), "umem: cudaMemset", "control words");
         if (view_.profile != nullptr)
-            cuda_check(cudaMemsetAsync(view_.profile, 0, profile_words * 8, 0), "umem: cudaMemset",
+            cuda_check(cudaMemsetAsync(view_.profile, 0, profile_words * 8, stream), "umem: cudaMemset",
                        "page-size profile");
-        publish();
+        publish(stream);
     }
     cuda_check(cudaGetLastError(), "umem: page table", "pager");
-    if (old.pte != nullptr) cudaFreeAsync(old.pte, 0);  // after the relay kernel, in stream order
+    if (old.pte != nullptr) cudaFreeAsync(old.pte, stream);  // after the relay kernel, in stream order
 }
 
 // The first choice is made (need_blocks: after it an access needs its page whole), in the shared view too.
-void GpuPager::decide() {
+void GpuPager::decide(cudaStream_t stream) {
     if (view_.profile_decided != 0) return;
     view_.profile_decided = 1;
-    publish();
+    publish(stream);
 }
 
-void GpuPager::publish() {
-    publish_kernel<<<1, 1>>>(view_, const_cast<PagerView*>(view_.shared));
+void GpuPager::publish(cudaStream_t stream) {
+    publish_kernel<<<1, 1, 0, stream>>>(view_, const_cast<PagerView*>(view_.shared));
     cuda_check(cudaGetLastError(), "umem: publish the pager's view", "pager");
 }
 
@@ -281,13 +281,13 @@ void GpuPager::publish() {
 // the end). The first choice is made at once; a later change must be chosen by two looks in a row
 // (one kernel's pattern does not flip an array's layout back and forth). A look that changes nothing
 // doubles the number of proposals until the next (up to 64).
-const PagerView& GpuPager::view() {
+const PagerView& GpuPager::view(cudaStream_t stream) {
     if (!auto_) return view_;
     const std::uint32_t proposed = atom::load(choice_);
     if (proposed == 0) return view_;
     if (proposed == view_.page_shift) {  // settled: small reads need not wait for a choice any more
         atom::store(choice_, 0u);
-        decide();
+        decide(stream);
         park_table_maker();
         return view_;
     }
@@ -298,9 +298,9 @@ const PagerView& GpuPager::view() {
     // One launch and one wait for the kernels before it, the tally and the pages resident whole (where the pool holds
     // every page) written into pinned memory (look_kernel): two blocking copies into pageable memory took 54 and 15 us
     // (H200), a fifth of a short batch.
-    look_kernel<<<1, 1024>>>(view_, looked_dev_);
+    look_kernel<<<1, 1024, 0, stream>>>(view_, looked_dev_);
     cuda_check(cudaGetLastError(), "umem: read the page-size tally", "pager");
-    cuda_check(cudaStreamSynchronize(0), "umem: wait for the kernels", "pager");
+    cuda_check(cudaStreamSynchronize(stream), "umem: wait for the kernels", "pager");
     const std::uint64_t t[2] = {looked_[0], looked_[1]};
     std::uint32_t shift = choose_page_shift(t, view_.page_shift);
     if (shift < view_.page_shift && view_.never_evicts() &&
@@ -311,7 +311,7 @@ const PagerView& GpuPager::view() {
     if (spare_table_ != nullptr && (!change || spare_shift_ != shift))  // after its clearing, on that stream
         cudaFreeAsync(std::exchange(spare_table_, nullptr), static_cast<cudaStream_t>(maker_stream_));
     if (!change) {
-        decide();
+        decide(stream);
         if (shift == view_.page_shift) look_every_ = std::min<std::uint32_t>(look_every_ * 2, 64);
         wanted_ = shift;
         return view_;
@@ -321,7 +321,7 @@ const PagerView& GpuPager::view() {
     look_every_ = 1;
     const std::uint64_t was = view_.page_size();
     const auto t0 = std::chrono::steady_clock::now();
-    layout(shift);
+    layout(shift, stream);
     ++relayouts_;
     log::debug("umem: automatic page size ", was, " -> ", view_.page_size(), " B in ",
                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count(),

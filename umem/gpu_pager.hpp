@@ -15,6 +15,8 @@
 #include "copy_ring.hpp"
 #include "pager.hpp"
 
+struct CUstream_st;  // cudaStream_t is CUstream_st*: the CUDA runtime's header is left to the .cu files
+
 namespace bardrive::umem {
 
 enum class Engine { gpu_threads, copy_engine };
@@ -29,12 +31,13 @@ public:
     GpuPager& operator=(const GpuPager&) = delete;
     ~GpuPager();
 
-    // The view a kernel's Array is built from: take it for every launch. With the page size left out
-    // (automatic), when the kernels before it propose another page size, it waits for them, reads what
-    // their accesses showed and, when it pays, lays out a page table at that size (smaller pages: the
-    // resident ones stay where they are, split; larger: dirty frames written back, every page in host
-    // memory again). An Array built from an older view must not be launched after that.
-    const PagerView& view();
+    // The view a kernel's Array is built from: take it for every launch, naming the stream the kernel runs on
+    // (a cudaStream_t; the legacy default stream when left out). With the page size left out (automatic), when the
+    // kernels before it propose another page size, it waits for that stream, reads what their accesses showed and,
+    // when it pays, lays out a page table at that size on that stream (smaller pages: the resident ones stay where
+    // they are, split; larger: dirty frames written back, every page in host memory again). An Array built from an
+    // older view must not be launched after that, and kernels of the pager on other streams must be done before it.
+    const PagerView& view(CUstream_st* stream = nullptr);
     // The page size in use now (automatic: what view() last chose).
     std::uint64_t page_size() const noexcept { return view_.page_size(); }
     const CopyRingView& ring() const noexcept { return ring_; }
@@ -48,15 +51,16 @@ public:
 
 private:
     void set_up(const Config& cfg, std::byte* host);
-    void layout(std::uint32_t shift);  // page table and frame owners for pages of 1 << shift bytes (re-laid)
+    // Page table and frame owners for pages of 1 << shift bytes (re-laid), in `stream`'s order.
+    void layout(std::uint32_t shift, CUstream_st* stream);
     std::uint64_t pages_at(std::uint32_t shift) const;
     std::uint64_t frames_at(std::uint32_t shift) const;
     std::uint64_t table_bytes(std::uint32_t shift) const;  // page table, resident bits, frame owners: one allocation
     void make_table_ahead(int device);                     // table_maker_'s loop
     void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
-    void publish();                                        // view_ into PagerView::shared, for the kernels after it
-    void decide();                                         // profile_decided set, and published
+    void publish(CUstream_st* stream);                     // view_ into PagerView::shared, for the kernels after it
+    void decide(CUstream_st* stream);                      // profile_decided set, and published
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 

@@ -183,6 +183,14 @@ __device__ inline unsigned row_pages(const Array<std::uint64_t>& a, std::uint64_
     return wrong;
 }
 
+// Keeps the legacy default stream busy for about `ns` (one thread spinning on the global timer).
+__global__ void busy_kernel(std::uint64_t ns) {
+    std::uint64_t t0 = 0, t = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+}
+
 __global__ void auto_rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, std::uint32_t seed,
                                  unsigned long long* bad) {
     unsigned lane = threadIdx.x & 31;
@@ -340,7 +348,8 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     return r;
 }
 
-AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers) {
+AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers,
+                    bool own_stream) {
     Host data(blocks * kWords * 8);
     fill(data.p, blocks);
     Config c;  // page size left out: automatic
@@ -348,23 +357,30 @@ AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t wa
     c.frames = frames;
     AutoResult r;
     const unsigned grid = (warps + 7) / 8;
+    cudaStream_t stream = nullptr;  // the legacy default stream, or one that does not synchronize with it
+    if (own_stream) ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
         for (std::uint32_t k = 0; k < 3; ++k) {  // a fresh view for each kernel: it may change the page size
-            Array<std::uint64_t> a(pager.view(), pager.ring());
+            // With a stream of its own the legacy default stream is kept busy meanwhile (50 ms): a change ordered
+            // there would come after the kernel that needs it.
+            if (own_stream) busy_kernel<<<1, 1>>>(50'000'000);
+            Array<std::uint64_t> a(pager.view(stream), pager.ring());
             r.page_sizes.push_back(pager.page_size());
             if (gathers)
-                auto_gather_kernel<<<grid, 256>>>(a, blocks, ops, bad.p);
+                auto_gather_kernel<<<grid, 256, 0, stream>>>(a, blocks, ops, bad.p);
             else
-                auto_rows_kernel<<<grid, 256>>>(a, blocks, ops, 3 + 1000 * k, bad.p);
-            ck(cudaDeviceSynchronize(), "auto kernel");
+                auto_rows_kernel<<<grid, 256, 0, stream>>>(a, blocks, ops, 3 + 1000 * k, bad.p);
+            // The stream, not the device: what the next view() changes must run on it, before the next kernel.
+            ck(cudaStreamSynchronize(stream), "auto kernel");
         }
         pager.flush();
         r.bad_reads = bad.get();
         r.stats = pager.stats();
         r.relayouts = pager.relayouts();
     }
+    if (stream != nullptr) cudaStreamDestroy(stream);
     std::vector<std::uint64_t> expect(blocks * kWords);
     fill(expect.data(), blocks);
     if (!gathers)

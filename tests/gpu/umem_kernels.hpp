@@ -42,7 +42,10 @@ struct AutoResult {
     std::vector<std::uint64_t> page_sizes;  // the page size each kernel ran with
     Stats stats;
 };
-AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers);
+// own_stream: every kernel on a stream that does not synchronize with the legacy default stream
+// (cudaStreamNonBlocking), its views taken with view(stream), and nothing waits for the device in between.
+AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers,
+                    bool own_stream = false);
 
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);

@@ -102,6 +102,16 @@ TEST_CASE("the automatic page size: rows move a small pool to 256 B pages, gathe
         CHECK(r.page_sizes[2] == 256);
         CHECK(r.relayouts == 1);
     }
+    // The same on a stream of the caller's that does not synchronize with the legacy default stream: view(stream)
+    // re-lays the table there.
+    for (std::uint64_t frames : {blocks, std::uint64_t{16}}) {
+        INFO("own stream, frames (4 KiB) " << frames);
+        AutoResult r = run_auto(blocks, frames, 256, 20, false, true);
+        CHECK(r.bad_reads == 0);
+        CHECK(r.bad_words == 0);
+        CHECK(r.page_sizes == std::vector<std::uint64_t>{4096, 256, 256});
+        CHECK(r.relayouts == 1);
+    }
     AutoResult g = run_auto(blocks, blocks / 4, 256, 200, true);
     CHECK(g.bad_reads == 0);
     CHECK(g.bad_words == 0);
