@@ -43,7 +43,8 @@ struct AutoResult {
     Stats stats;
 };
 // own_stream: every kernel on a stream that does not synchronize with the legacy default stream
-// (cudaStreamNonBlocking), its views taken with view(stream), and nothing waits for the device in between.
+// (cudaStreamNonBlocking), its views taken with view(stream), that stream (not the device) waited for after each,
+// while a kernel keeps the legacy stream busy.
 AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers,
                     bool own_stream = false);
 
