@@ -466,12 +466,16 @@ void GpuPager::serve() {
     }
 }
 
+// Both wait for the device first: kernels on a stream that does not synchronize with the legacy default stream
+// (view(stream)) may still be writing, and a flush under them would clear dirty marks of writes it did not copy.
 void GpuPager::flush() {
+    cuda_check(cudaDeviceSynchronize(), "umem: wait for the kernels", "pager");
     flush_kernel<<<264, 256>>>(view_);
     cuda_check(cudaDeviceSynchronize(), "umem: flush kernel", "pager");
 }
 
 Stats GpuPager::stats() const {
+    cuda_check(cudaDeviceSynchronize(), "umem: wait for the kernels", "pager");
     std::vector<std::uint64_t> counters(counter_shards * counter_stride), ctl(ctl_words);
     cuda_check(cudaMemcpy(counters.data(), view_.counters, counters.size() * 8, cudaMemcpyDeviceToHost),
                "umem: read counters", "pager");

@@ -42,9 +42,10 @@ public:
     std::uint64_t page_size() const noexcept { return view_.page_size(); }
     const CopyRingView& ring() const noexcept { return ring_; }
 
-    // Writes dirty frames back to host memory (a kernel) and waits; no kernel may use the pager.
+    // Waits for the device (every stream's kernels), then writes dirty frames back to host memory (a kernel) and
+    // waits; no kernel may be launched on the pager meanwhile.
     void flush();
-    // Counters and frames used, copied from the GPU; call between kernels.
+    // Counters and frames used, copied from the GPU once every stream's kernels are done.
     Stats stats() const;
     // Page-size changes the automatic page size made so far.
     std::uint64_t relayouts() const noexcept { return relayouts_; }

@@ -191,6 +191,18 @@ __global__ void busy_kernel(std::uint64_t ns) {
     while (t - t0 < ns);
 }
 
+// Warp w spins for about `ns`, then writes ~w into word 0 of page w.
+__global__ void late_writes_kernel(Array<std::uint64_t> a, std::uint64_t ns) {
+    const std::uint64_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    std::uint64_t t0 = 0, t = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+    PageRef<std::uint64_t> r = a.warp_acquire(warp, true, warp * kWords, 1);
+    if ((threadIdx.x & 31) == 0) r.data[0] = ~warp;
+    a.warp_release(r);
+}
+
 __global__ void auto_rows_kernel(Array<std::uint64_t> a, std::uint64_t blocks, std::uint32_t ops, std::uint32_t seed,
                                  unsigned long long* bad) {
     unsigned lane = threadIdx.x & 31;
@@ -386,6 +398,37 @@ AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t wa
     if (!gathers)
         for (std::uint32_t k = 0; k < 3; ++k) expect_row_writes(expect, blocks, grid * 8, ops, 3 + 1000 * k);
     for (std::uint64_t i = 0; i < expect.size(); ++i) r.bad_words += expect[i] != data.p[i];
+    return r;
+}
+
+FlushResult run_flush_unwaited(std::uint64_t pages) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;  // page size left out: automatic
+    c.bytes = pages * kWords * 8;
+    c.frames = pages;
+    cudaStream_t stream = nullptr;
+    ck(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    FlushResult r;
+    {
+        GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+        pager.flush();  // nothing to write back: loads the flush kernel now (a first launch's lazy loading waits)
+        // 20 ms of spinning before the writes, and nothing here waits for the stream: flush() must.
+        late_writes_kernel<<<static_cast<unsigned>(pages / 8), 256, 0, stream>>>(
+            Array<std::uint64_t>(pager.view(stream), pager.ring()), 20'000'000);
+        ck(cudaGetLastError(), "late writes kernel");
+        pager.flush();
+        r.stats = pager.stats();
+        // Again (every write a hit now): stats() must wait for it.
+        late_writes_kernel<<<static_cast<unsigned>(pages / 8), 256, 0, stream>>>(
+            Array<std::uint64_t>(pager.view(stream), pager.ring()), 20'000'000);
+        ck(cudaGetLastError(), "late writes kernel");
+        r.again = pager.stats();
+    }
+    cudaStreamDestroy(stream);
+    for (std::uint64_t w = 0; w < pages; ++w)
+        for (std::uint64_t i = 0; i < kWords; ++i)
+            r.bad_words += data.p[w * kWords + i] != (i == 0 ? ~w : w * kWords + i);
     return r;
 }
 

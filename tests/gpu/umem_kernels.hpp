@@ -48,6 +48,15 @@ struct AutoResult {
 AutoResult run_auto(std::uint64_t blocks, std::uint64_t frames, std::uint32_t warps, std::uint32_t ops, bool gathers,
                     bool own_stream = false);
 
+// A kernel on a cudaStreamNonBlocking stream spins 20 ms, then each of `pages` warps (a multiple of 8) writes word 0
+// of its page; flush() and stats() are called at once, nothing waiting for the stream (`stats`). The kernel again,
+// and stats() at once (`again`). Host memory checked word by word.
+struct FlushResult {
+    std::uint64_t bad_words = 0;
+    Stats stats, again;
+};
+FlushResult run_flush_unwaited(std::uint64_t pages);
+
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 

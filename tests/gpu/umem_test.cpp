@@ -86,6 +86,15 @@ TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 
     }
 }
 
+TEST_CASE("flush() and stats() wait for kernels on a stream of their own before they write back and count") {
+    need_gpu();
+    const std::uint64_t pages = 256;
+    FlushResult r = run_flush_unwaited(pages);
+    CHECK(r.bad_words == 0);  // every warp's write in host memory
+    CHECK(r.stats[c_writebacks] == pages);
+    CHECK(r.again[c_hits] - r.stats[c_hits] == pages);  // the second kernel's writes, counted
+}
+
 TEST_CASE("the automatic page size: rows move a small pool to 256 B pages, gathers keep 4 KiB, every word exact") {
     need_gpu();
     const std::uint64_t blocks = 2048;  // 8 MiB, 4 KiB blocks
