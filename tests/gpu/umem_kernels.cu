@@ -183,21 +183,19 @@ __device__ inline unsigned row_pages(const Array<std::uint64_t>& a, std::uint64_
     return wrong;
 }
 
-// Keeps the legacy default stream busy for about `ns` (one thread spinning on the global timer).
-__global__ void busy_kernel(std::uint64_t ns) {
-    std::uint64_t t0 = 0, t = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    while (t - t0 < ns);
+// Spins on the GPU's global timer for about `ns`.
+__device__ inline void spin_ns(std::uint64_t ns) {
+    for (const std::uint64_t t0 = io::now_ns(); io::now_ns() - t0 < ns;) {
+    }
 }
+
+// Keeps the legacy default stream busy for about `ns` (one thread spinning).
+__global__ void busy_kernel(std::uint64_t ns) { spin_ns(ns); }
 
 // Warp w spins for about `ns`, then writes ~w into word 0 of page w.
 __global__ void late_writes_kernel(Array<std::uint64_t> a, std::uint64_t ns) {
     const std::uint64_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    std::uint64_t t0 = 0, t = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    while (t - t0 < ns);
+    spin_ns(ns);
     PageRef<std::uint64_t> r = a.warp_acquire(warp, true, warp * kWords, 1);
     if ((threadIdx.x & 31) == 0) r.data[0] = ~warp;
     a.warp_release(r);
@@ -412,18 +410,18 @@ FlushResult run_flush_unwaited(std::uint64_t pages) {
     FlushResult r;
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+        // 20 ms of spinning before the writes, and nothing here waits for the stream.
+        auto late_writes = [&] {
+            late_writes_kernel<<<static_cast<unsigned>(pages / 8), 256, 0, stream>>>(
+                Array<std::uint64_t>(pager.view(stream), pager.ring()), 20'000'000);
+            ck(cudaGetLastError(), "late writes kernel");
+        };
         pager.flush();  // nothing to write back: loads the flush kernel now (a first launch's lazy loading waits)
-        // 20 ms of spinning before the writes, and nothing here waits for the stream: flush() must.
-        late_writes_kernel<<<static_cast<unsigned>(pages / 8), 256, 0, stream>>>(
-            Array<std::uint64_t>(pager.view(stream), pager.ring()), 20'000'000);
-        ck(cudaGetLastError(), "late writes kernel");
-        pager.flush();
+        late_writes();
+        pager.flush();  // must wait for it
         r.stats = pager.stats();
-        // Again (every write a hit now): stats() must wait for it.
-        late_writes_kernel<<<static_cast<unsigned>(pages / 8), 256, 0, stream>>>(
-            Array<std::uint64_t>(pager.view(stream), pager.ring()), 20'000'000);
-        ck(cudaGetLastError(), "late writes kernel");
-        r.again = pager.stats();
+        late_writes();            // every write a hit now
+        r.again = pager.stats();  // must wait for it
     }
     cudaStreamDestroy(stream);
     for (std::uint64_t w = 0; w < pages; ++w)
