@@ -236,7 +236,7 @@ public:
         const std::uint64_t page = page_of(i), at = i & (per_page() - 1);
         const unsigned shard = WarpGroup::self().shard();
         profile_note(view_, i * sizeof(T), sizeof(T));
-        const std::byte* resident = find_resident(view_, page);
+        const std::byte* resident = find_resident(view_, page, at * sizeof(T), sizeof(T));
         T x{};
         if (resident != nullptr) x = load_cg(reinterpret_cast<const T*>(resident) + at);
         unsigned mask;
@@ -272,7 +272,7 @@ public:
             for (unsigned k = 0; k < N; ++k) {
                 assert(i[k] < size() && "umem: element index beyond the array");
                 profile_note(view_, i[k] * sizeof(T), sizeof(T));
-                r[k] = find_resident(view_, page_of(i[k]));
+                r[k] = find_resident(view_, page_of(i[k]), (i[k] & (per_page() - 1)) * sizeof(T), sizeof(T));
             }
             bool all = true;
 #pragma unroll

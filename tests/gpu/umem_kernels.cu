@@ -50,6 +50,14 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
     }
 }
 
+// Thread t reads word `word` of page t (of odd pages only, with odd_only) through get().
+__global__ void page_word_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word, bool odd_only,
+                                 unsigned long long* bad) {
+    const std::uint64_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= pages || (odd_only && (t & 1) == 0)) return;
+    if (a.get(t * kWords + word) != t * kWords + word) atomicAdd(bad, 1ull);
+}
+
 // umem-sparse-bench's element kernel, its shape kept (16 reads a thread, summed, unrolled, indices loaded four
 // at a time; with run > 1, runs of adjacent elements), over a skewed stream: a warp's reads mix hits, misses
 // and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index). run 0: single
@@ -441,6 +449,33 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
     lone_kernel<<<(threads + 127) / 128, 128>>>(Array<std::uint64_t>(pager.view(), pager.ring()), ops, bad.p);
     ck(cudaDeviceSynchronize(), "lone kernel");
     return bad.get();
+}
+
+PartialHits run_partial_page_hits(std::uint64_t pages) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;  // the automatic page size, a pool that holds the array
+    c.bytes = pages * kWords * 8;
+    c.frames = pages;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    const Array<std::uint64_t> a(pager.view(), pager.ring());  // one view: no change of page size between
+    PartialHits r;
+    Counter bad;
+    auto step = [&](unsigned word, bool odd_only) {
+        const Stats before = pager.stats();
+        page_word_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(a, pages, word, odd_only, bad.p);
+        ck(cudaDeviceSynchronize(), "page word kernel");
+        const Stats after = pager.stats();
+        r.hits.push_back(after[c_hits] - before[c_hits]);
+        r.faults.push_back(after[c_faults] - before[c_faults]);
+    };
+    step(3, false);    // the half page around word 3 of every page: [0, 2 KiB)
+    step(5, false);    // in that half: hits on partial pages
+    step(300, true);   // the other half, odd pages: the rest of the page
+    step(301, false);  // odd pages whole, even pages their rest
+    r.bad = bad.get();
+    r.bytes_in = pager.stats()[c_bytes_in];
+    return r;
 }
 
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,

@@ -60,6 +60,15 @@ FlushResult run_flush_unwaited(std::uint64_t pages);
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
+// Lone threads' half pages at a pool that holds the array (automatic page size, one view): thread t reads word 3 of
+// page t, then word 5 (the same half), word 300 of odd pages (the other half), word 301 of every page. Per kernel,
+// the hits and faults counted; the words read wrong; the bytes copied in.
+struct PartialHits {
+    std::uint64_t bad = 0, bytes_in = 0;
+    std::vector<std::uint64_t> hits, faults;
+};
+PartialHits run_partial_page_hits(std::uint64_t pages);
+
 // umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements,
 // or with run 0 single elements four at a time through get of four)
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);

@@ -64,6 +64,21 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("lone threads' half pages at a full pool: reads of the half in the frame hit, of the other half fill it") {
+    need_gpu();
+    const std::uint64_t pages = 4096;
+    const PartialHits r = run_partial_page_hits(pages);
+    CHECK(r.bad == 0);
+    REQUIRE(r.hits.size() == 4);
+    CHECK(r.faults[0] == pages);  // half pages
+    CHECK(r.hits[1] == pages);    // the same halves: hits, nothing copied
+    CHECK(r.faults[1] == 0);
+    CHECK(r.faults[2] == pages / 2);  // the other halves of odd pages
+    CHECK(r.faults[3] == pages / 2);  // even pages' rest (each such read counted a hit too, once it was in)
+    CHECK(r.hits[3] == pages);
+    CHECK(r.bytes_in == pages * 4096);  // every byte once
+}
+
 TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 16 at once, every word exact") {
     need_gpu();
     const std::uint64_t blocks = 2048, rows = blocks * 16;  // 8 MiB

@@ -871,6 +871,11 @@ TEST_CASE(
         release(v, 3, g, a, false);
         CHECK(Pte{v.pte[3]}.is(Pte::partial));
         CHECK(find_resident(v, 3) == nullptr);  // a read hit must not take a partial page's frame
+        // ... unless what it reads is there, where the frame is the page's own (a pool that holds the array)
+        CHECK(find_resident(v, 3, 512, 256) == (frames == pages ? v.frame_data(3) : nullptr));
+        CHECK(find_resident(v, 3, 600, 8) == (frames == pages ? v.frame_data(3) : nullptr));
+        CHECK(find_resident(v, 3, 0, 8) == nullptr);      // block 0 is not
+        CHECK(find_resident(v, 3, 512, 512) == nullptr);  // blocks 4-7: 6 and 7 are not
         if (v.whole != nullptr) CHECK_FALSE(whole_bit(v, 3));
         CHECK(sectors[3] == (0x30ull | 0x30ull << 32));
         CHECK(frame_word(3, 64) == 3 * kWords + 64);
