@@ -19,6 +19,10 @@ constexpr std::size_t kPage = 4096;
 constexpr std::uint32_t kBatch = 64;
 constexpr std::uint32_t kLongestFrame = 9728 - 4;  // the 82576's 9.5 KB, without CRC
 constexpr int kResetTimeoutMs = 2000;              // the PF's RSTD after a VF reset (TCG is slow)
+// The kernel's igb drops a VF's requests while the VF is not clear to send, which a reset of the PF itself (its link
+// coming up, say) makes it after it answered the VF's RESET; the VF must reset again, as the kernel's igbvf does
+// from its watchdog. Seen in the lab: SET_LPE unanswered right after `ip link set PF up`.
+constexpr int kResetAttempts = 3;
 
 std::size_t round_up(std::size_t v, std::size_t a) { return (v + a - 1) / a * a; }
 
@@ -109,8 +113,9 @@ void VfMailbox::call(std::span<const std::uint32_t> request, std::span<std::uint
     const std::uint32_t type = request[0] & igbvf::msg::TYPE_MASK;
     const char* name = request_name(type);
     auto fail = [&](const std::string& what) {
-        return Error("ask the PF", who_, std::string(name) + ": " + what,
-                     "the kernel's igb must drive the PF with its interface up; check dmesg on the host of the PF");
+        return MailboxTimeout(
+            "ask the PF", who_, std::string(name) + ": " + what,
+            "the kernel's igb must drive the PF with its interface up; check dmesg on the host of the PF");
     };
     if (request.size() > igbvf::MAILBOX_WORDS || reply.size() > igbvf::MAILBOX_WORDS)
         throw fail("a message holds at most 16 words");
@@ -207,8 +212,22 @@ void Igbvf::check_options(const PortOptions& o) const {
     }
 }
 
-// Resets the VF and learns its MAC from the PF (82576 7.8.2.9.1; what the kernel's igbvf does).
+// Resets the VF and learns its MAC from the PF (82576 7.8.2.9.1; what the kernel's igbvf does), again when the PF
+// leaves a request unanswered (kResetAttempts).
 void Igbvf::reset_vf() {
+    for (int attempt = 1;; ++attempt) {
+        try {
+            ask_pf_after_reset();
+            return;
+        } catch (const MailboxTimeout& e) {
+            if (attempt == kResetAttempts) throw;
+            log::warn("igbvf ", who_, ": ", e.what(), "; resetting the VF again (attempt ", attempt + 1, " of ",
+                      kResetAttempts, ")");
+        }
+    }
+}
+
+void Igbvf::ask_pf_after_reset() {
     e1000::require_answering(bar0_, who_, "reset VF");
     bar0_.write32(igbvf::EIMC, ~0u);
     bar0_.write32(igbvf::CTRL, bar0_.read32(igbvf::CTRL) | e1000::ctrl::RST);

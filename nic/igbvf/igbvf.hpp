@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../../core/error.hpp"
 #include "../../dma/buffer_pool.hpp"
 #include "../../dma/iova_allocator.hpp"
 #include "../../dma/mapping.hpp"
@@ -23,6 +24,11 @@
 
 namespace bardrive::nic {
 
+// A request the PF did not take or answer in time (VfMailbox::call).
+struct MailboxTimeout : Error {
+    using Error::Error;
+};
+
 // The VF's side of the mailbox (82576 7.8.2.9): one request at a time, each answered by the PF with the
 // request's type and ACK or NACK. Every wait is bounded; a PF that does not answer is an error naming the
 // request, never a hang.
@@ -31,7 +37,7 @@ public:
     VfMailbox(const vfio::Mmio& regs, std::string who) : regs_(&regs), who_(std::move(who)) {}
 
     // Sends `request` and returns the PF's answer (its words, as many as `reply` holds). Throws
-    // bardrive::Error when the PF does not take or answer it within timeout_ms.
+    // MailboxTimeout when the PF does not take or answer it within timeout_ms.
     void call(std::span<const std::uint32_t> request, std::span<std::uint32_t> reply, int timeout_ms = 1000);
     // Whether the PF has reset (or is resetting) since the last call: the VF must be set up again.
     bool pf_reset() noexcept;
@@ -107,6 +113,7 @@ private:
     void check_options(const PortOptions& o) const;
     void init();
     void reset_vf();
+    void ask_pf_after_reset();
     void setup_rings();
     void setup_interrupts();
     void refill() noexcept;
