@@ -118,7 +118,7 @@ void VfMailbox::call(std::span<const std::uint32_t> request, std::span<std::uint
             "the kernel's igb must drive the PF with its interface up; check dmesg on the host of the PF");
     };
     if (request.size() > igbvf::MAILBOX_WORDS || reply.size() > igbvf::MAILBOX_WORDS)
-        throw fail("a message holds at most 16 words");
+        throw Error(fail("a message holds at most 16 words"));  // the caller's mistake, not a timeout to retry
     if (!wait_until([&] { return lock(); }, timeout_ms)) throw fail("the PF holds the mailbox");
     take(igbvf::mbx::PFACK);  // what is left of earlier exchanges goes
     take(igbvf::mbx::PFSTS);
