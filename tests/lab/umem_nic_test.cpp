@@ -14,12 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "dma/iova_allocator.hpp"
 #include "dma/mapping.hpp"
 #include "dma/memory.hpp"
@@ -73,17 +75,26 @@ struct Workload {
         : pages(pages),
           store(dma::Memory::allocate(pages * kPage)),
           map(dma::Mapping::map(*bed.domain, *bed.iovas, store)),
-          published(pages * kWordsPerPage) {
+          published(pages * kWordsPerPage),
+          writing(pages * kWordsPerPage) {
         for (std::uint64_t w = 0; w < pages * kWordsPerPage; ++w) words()[w] = word_value(w, 0);
     }
     std::uint64_t* words() const { return reinterpret_cast<std::uint64_t*>(store.data()); }
 
     // Reads `w` at `p` (inside its pinned page), checks it: the right word, a version between what its
-    // owner had published before the access and what it has published now. Returns 1 when wrong.
+    // owner had published before the access and what it has begun to write by now. Returns 1 when wrong.
+    // (Against `published` as the upper bound, a reader that saw a version its owner had stored but not yet
+    // published counted it wrong: readers and the owner pin a page at once, and a thread can be preempted
+    // between its store and its publish. Seen once in the lab: 8 threads, sequential, pool 50%.)
     std::uint64_t check(const std::uint64_t* p, std::uint64_t w, std::uint64_t lo) const {
         std::uint64_t v = *reinterpret_cast<const volatile std::uint64_t*>(p);
-        std::uint64_t hi = published[w].load(std::memory_order_acquire);
-        return (v >> 24) != w || (v & 0xffffff) < lo || (v & 0xffffff) > hi;
+        std::uint64_t hi = writing[w].load(std::memory_order_acquire);
+        if ((v >> 24) == w && (v & 0xffffff) >= lo && (v & 0xffffff) <= hi) return 0;
+        std::lock_guard<std::mutex> lock(first_wrong_mu);
+        if (first_wrong.empty())
+            first_wrong = log::concat("first wrong read: word ", w, " held word ", v >> 24, " version ", v & 0xffffff,
+                                      ", expected versions ", lo, "..", hi);
+        return 1;
     }
 
     // After flush(): the store holds the last version of every word. Returns the words that do not.
@@ -98,6 +109,9 @@ struct Workload {
     dma::Memory store;
     dma::Mapping map;
     std::vector<std::atomic<std::uint64_t>> published;  // last version each word's owner wrote
+    std::vector<std::atomic<std::uint64_t>> writing;    // last version each word's owner began to write
+    mutable std::mutex first_wrong_mu;
+    mutable std::string first_wrong;  // what the first wrong read was, for the failure's message
 };
 
 enum class Pattern { random, sequential };
@@ -130,6 +144,7 @@ std::uint64_t run_threads(umem::NicPager& pager, Workload& wl, unsigned threads,
                     ++version;
                     for (std::uint64_t w = first + (t + threads - first % threads) % threads; w < first + kWordsPerPage;
                          w += threads) {
+                        wl.writing[w].store(version, std::memory_order_release);
                         *reinterpret_cast<volatile std::uint64_t*>(data + (w - first)) = word_value(w, version);
                         wl.published[w].store(version, std::memory_order_release);
                     }
@@ -187,7 +202,9 @@ TEST_CASE("NIC pager: 1-8 threads on their own queues, random and sequential, po
                 Workload wl(bed, pages);
                 umem::NicPager pager(*bed.nic, *bed.iovas, window, wl.map,
                                      config(pages, frames, static_cast<std::uint16_t>(threads)));
-                CHECK(run_threads(pager, wl, threads, pattern, 60) == 0);
+                const std::uint64_t wrong = run_threads(pager, wl, threads, pattern, 60);
+                INFO(wl.first_wrong);
+                CHECK(wrong == 0);
                 check_all_moved_by_nic(pager, wl, percent < 100);
                 // Each thread drove its own queue: no thread waited for another's.
                 CHECK(pager.nic_stats().lock_waits == 0);
@@ -207,7 +224,9 @@ TEST_CASE("NIC pager over an e1000e: one queue pair that threads take turns on, 
         INFO("pool " << percent << "%");
         Workload wl(bed, pages);
         umem::NicPager pager(nic, *bed.iovas, bed.window, wl.map, config(pages, pages * percent / 100, 1));
-        CHECK(run_threads(pager, wl, 2, Pattern::random, 60) == 0);
+        const std::uint64_t wrong = run_threads(pager, wl, 2, Pattern::random, 60);
+        INFO(wl.first_wrong);
+        CHECK(wrong == 0);
         check_all_moved_by_nic(pager, wl, percent < 100);
     }
     Workload wl(bed, pages);
