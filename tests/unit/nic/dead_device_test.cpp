@@ -2,8 +2,6 @@
 // down, its link down). The set-up steps igb and e1000e share must say so, promptly, instead of taking
 // all ones for "reset done", "link up" or a MAC address. Through VFIO the lab cannot make a device read
 // all ones (vfio-pci raises SIGBUS instead: tests/lab/fault_test.cpp), so the registers here are memory.
-#include <sys/mman.h>
-
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include "core/error.hpp"
 #include "nic/e1000/common.hpp"
 #include "nic/igb/regs.hpp"
+#include "support/fake_bar.hpp"
 #include "vfio/mmio.hpp"
 
 using namespace bardrive;
@@ -19,13 +18,7 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 // 128 KiB of "BAR 0" filled with `byte`.
-vfio::Mmio fake_bar(int byte) {
-    constexpr std::size_t size = 128 << 10;
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(p != MAP_FAILED);
-    std::memset(p, byte, size);
-    return vfio::Mmio::adopt(p, size, "fake BAR0");
-}
+vfio::Mmio fake_bar(int byte) { return testing::fake_bar(128 << 10, byte); }
 
 // Every write lands in memory, so a fake all-ones device must be refilled after each step.
 void all_ones(const vfio::Mmio& bar) { std::memset(const_cast<std::uint8_t*>(bar.data()), 0xff, bar.size()); }

@@ -2,8 +2,6 @@
 // took and left unanswered, MailboxTimeout, as the kernel's igb does with a VF it has not cleared to send) and
 // what it does not (a message too long for the mailbox, the caller's mistake). The lab's igbvf tests run the
 // real PF; the lab cannot make the kernel drop a request at a chosen moment, so the drop is played here.
-#include <sys/mman.h>
-
 #include <array>
 #include <atomic>
 #include <catch2/catch_test_macros.hpp>
@@ -15,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "nic/igbvf/igbvf.hpp"
+#include "support/fake_bar.hpp"
 #include "vfio/mmio.hpp"
 
 using namespace bardrive;
@@ -24,12 +23,7 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 // 16 KiB of zeroed "BAR 0": V2PMAILBOX and VMBMEM live in it.
-vfio::Mmio fake_bar() {
-    constexpr std::size_t size = 16 << 10;
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(p != MAP_FAILED);
-    return vfio::Mmio::adopt(p, size, "fake BAR0");
-}
+vfio::Mmio fake_bar() { return testing::fake_bar(16 << 10); }
 
 // The PF's side: takes each request (PFACK) and answers it (its type with ACK, then PFSTS) unless `drop` says to
 // leave it unanswered. Requests seen are counted.

@@ -1,23 +1,18 @@
 #include "vfio/mmio.hpp"
 
-#include <sys/mman.h>
-
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "support/fake_bar.hpp"
 
 using bardrive::vfio::Mmio;
 using Catch::Matchers::ContainsSubstring;
 
 namespace {
 // Plain memory stands in for a BAR: the accessor's widths, offsets and bounds are what is tested.
-Mmio fake_bar(std::size_t size) {
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(p != MAP_FAILED);
-    return Mmio::adopt(p, size, "0000:01:00.0 BAR0");
-}
+Mmio fake_bar(std::size_t size) { return bardrive::testing::fake_bar(size, 0, "0000:01:00.0 BAR0"); }
 }  // namespace
 
 TEST_CASE("Mmio accesses land at the offset with the width asked for") {
