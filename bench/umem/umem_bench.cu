@@ -652,13 +652,14 @@ private:
                 GpuPager pcol(pager_config(col_bytes, pct, v.admission, 0, v.page), col.p, v.engine);
                 Paged rs{Array<std::uint64_t>(prow.view(), prow.ring()), &prow};
                 Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring()), &pcol};
-                rec("1", v.label(), pool_name(pct), run_bfs(rs, cs),
-                    log::concat("pages row ", prow.page_size(), " col ", pcol.page_size(), "; "));
-                auto r = run_bfs(rs, cs);
-                rec("2", v.label(), pool_name(pct), r,
-                    log::concat("pages row ", prow.page_size(), " col ", pcol.page_size(), " relayouts ",
-                                prow.relayouts(), "+", pcol.relayouts(), "; col: ") +
-                        stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+                // Each pass's note after the pass (an argument beside run_bfs() could be evaluated before it).
+                for (const char* pass : {"1", "2"}) {
+                    auto r = run_bfs(rs, cs);
+                    rec(pass, v.label(), pool_name(pct), r,
+                        log::concat("pages row ", prow.page_size(), " col ", pcol.page_size(), " relayouts ",
+                                    prow.relayouts(), "+", pcol.relayouts(), "; col: ") +
+                            stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+                }
             }
         for (std::uint64_t page : opt_.bfs_pages)
             for (unsigned pct : opt_.pools) {
@@ -668,10 +669,11 @@ private:
                 Paged rs{Array<std::uint64_t>(prow.view(), prow.ring()), &prow};
                 Paged cs{Array<std::uint64_t>(pcol.view(), pcol.ring()), &pcol};
                 const std::string label = log::concat("umem gpu-threads ", name(adm), " p", page);
-                rec("1", label, pool_name(pct), run_bfs(rs, cs), "");
-                auto r = run_bfs(rs, cs);
-                rec("2", label, pool_name(pct), r,
-                    "col: " + stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+                for (const char* pass : {"1", "2"}) {
+                    auto r = run_bfs(rs, cs);
+                    rec(pass, label, pool_name(pct), r,
+                        "col: " + stats_note(pcol.stats()) + "; row: " + stats_note(prow.stats()));
+                }
             }
     }
 
