@@ -153,6 +153,9 @@ template <class T>
 class Array {
 public:
     Array(const PagerView& v, const CopyRingView& ring) : view_(v), mover_{ring} {}
+    // The same pager's array read as elements of another size (4, 8 or 16 bytes): pairs of words, say.
+    template <class U>
+    __host__ __device__ explicit Array(const Array<U>& o) : view_(o.view_), mover_(o.mover_) {}
 
     __host__ __device__ std::uint64_t size() const { return view_.bytes / sizeof(T); }
     __host__ __device__ std::uint64_t per_page() const { return view_.page_size() / sizeof(T); }
@@ -378,6 +381,8 @@ private:
         return x;
     }
 
+    template <class U>
+    friend class Array;
     PagerView view_;
     DeviceMover mover_;
 };

@@ -35,6 +35,10 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kPageWords = kPage / 8;
 constexpr unsigned kPerThread = 16;  // elements: reads per thread, consecutive in the stream
 using Word = unsigned long long;     // the data's 8-byte words (atomicAdd's type)
+// --elem-bytes 16: elements of two words, each read with one get() of 16 bytes.
+struct alignas(16) Pair {
+    Word lo, hi;
+};
 
 // The scatter workload's addend for lookup number j (counted over all batches).
 __host__ __device__ inline Word delta(std::uint64_t j) { return j % 7 + 1; }
@@ -172,6 +176,10 @@ struct Direct {
     }
     __device__ void release_each(std::uint64_t, Word*, unsigned) const {}
     __device__ Word get(std::uint64_t i) const { return load_cg(base + i); }
+    template <class E>
+    __device__ E get_as(std::uint64_t i) const {
+        return load_cg(reinterpret_cast<const E*>(base) + i);
+    }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const {
         for (int k = 0; k < 4; ++k) x[k] = load_cg(base + i[k]);
     }
@@ -195,6 +203,10 @@ struct Paged {
         a.warp_release_each({p, 0, page, false}, lanes);
     }
     __device__ Word get(std::uint64_t i) const { return a.get(i); }
+    template <class E>
+    __device__ E get_as(std::uint64_t i) const {
+        return Array<E>(a).get(i);
+    }
     __device__ void get4(const std::uint64_t (&i)[4], Word (&x)[4]) const { a.get(i, x); }
 };
 
@@ -311,8 +323,19 @@ __host__ __device__ inline std::uint64_t elem_at(const std::uint32_t* idx, std::
     return i < elems ? i : i - elems;
 }
 
-// Batched: single elements read four at a time (Array::get of an array of four), --get4.
-template <class Src, bool Batched = false>
+// Element i's words summed: one get() of E (a word, or --elem-bytes 16's pair).
+template <class E, class Src>
+__device__ inline Word read_element(const Src& src, std::uint64_t i) {
+    if constexpr (sizeof(E) == sizeof(Word)) {
+        return src.get(i);
+    } else {
+        const E x = src.template get_as<E>(i);
+        return x.lo + x.hi;
+    }
+}
+
+// Batched: single elements read four at a time (Array::get of an array of four), --get4. E: the element's type.
+template <class Src, bool Batched = false, class E = Word>
 __global__ void __launch_bounds__(256, 2) elements_kernel(Src src, const std::uint32_t* idx, std::uint64_t threads,
                                                           Word* sums, unsigned run, std::uint64_t elems) {
     std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
@@ -329,12 +352,14 @@ __global__ void __launch_bounds__(256, 2) elements_kernel(Src src, const std::ui
                 src.get4(i, y);
                 s += y[0] + y[1] + y[2] + y[3];
             } else {
-                s += src.get(v.x) + src.get(v.y) + src.get(v.z) + src.get(v.w);
+                s += read_element<E>(src, v.x) + read_element<E>(src, v.y) + read_element<E>(src, v.z) +
+                     read_element<E>(src, v.w);
             }
         }
     } else {
 #pragma unroll 4
-        for (unsigned k = 0; k < kPerThread; ++k) s += src.get(elem_at(idx, t * kPerThread + k, run, elems));
+        for (unsigned k = 0; k < kPerThread; ++k)
+            s += read_element<E>(src, elem_at(idx, t * kPerThread + k, run, elems));
     }
     sums[t] = s;
 }
@@ -445,6 +470,7 @@ struct Options {
     bool read_through = false;            // also umem read-through (4 KiB pages)
     bool replay = false;                  // lookups: every batch replays batch 1 (later batches: hits only)
     bool get4 = false;                    // elements: single elements read four at a time (Array::get of four)
+    unsigned elem_size = 8;               // elements: 8 (u64) or 16 bytes (pairs of u64, one get() of 16 bytes)
     bool lane_rows = false;               // lookups: a warp takes 32 at once, a row a lane (Array::warp_acquire_each)
     Workloads only;                       // --only: those workloads, or all
     bool uvm = true;
@@ -527,8 +553,9 @@ public:
             num(double(table_bytes_) / double(1ull << 30), "%g"), " GiB: ", rows_, " rows of ", o.row, " B; ",
             o.batches, " batches of ", o.batch, " lookups; Zipf alpha ", o.alpha, "; pools ", pools_text(),
             " of each array, scatter pool ", pool_name(o.scatter_pool), "\n", "elements ",
-            num(double(elem_bytes_) / double(1ull << 30), "%g"), " GiB: ", elems_, " u64, ", elem_n_,
-            " reads per pass, ", kPerThread, " per thread; seed ", o.seed);
+            num(double(elem_bytes_) / double(1ull << 30), "%g"), " GiB: ", elems_ * 8 / o.elem_size,
+            o.elem_size == 8 ? " u64, " : " elements of 16 bytes, ", elem_n_, " reads per pass, ", kPerThread,
+            " per thread; seed ", o.seed);
         std::printf("%s\n", head.c_str());
         if (detail) std::fprintf(detail, "# umem-sparse-bench detail\n\n%s\n", head.c_str());
 
@@ -601,6 +628,9 @@ private:
             ev_.time_ms([&] {
                 if (pb >= opt_.row) launch_lookups(opt_.lane_rows, blocks_, current(p), dr.p, n, row_words_, sums.p);
                 elements_kernel<<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
+                if (opt_.elem_size == 16)
+                    elements_kernel<Paged, false, Pair>  // runs of 2: indices past the pairs wrap (elem_at)
+                        <<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 2, words_n / 2);
                 if (opt_.get4)
                     elements_kernel<Paged, true><<<(n + 255) / 256, 256>>>(current(p), de.p, n, sums.p, 1, words_n);
             });
@@ -608,6 +638,8 @@ private:
         ev_.time_ms([&] {
             if (pb >= opt_.row) launch_lookups(opt_.lane_rows, blocks_, d, dr.p, n, row_words_, sums.p);
             elements_kernel<<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
+            if (opt_.elem_size == 16)
+                elements_kernel<Direct, false, Pair><<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 2, words_n / 2);
             if (opt_.get4) elements_kernel<Direct, true><<<(n + 255) / 256, 256>>>(d, de.p, n, sums.p, 1, words_n);
         });
     }
@@ -617,7 +649,7 @@ private:
     template <class L, class C, class A>
     void timed(Row r, unsigned n, L launch, C check, A after) {
         detail_line(log::concat("\n### ", r.workload, ", ", r.method, ", pool ", r.pool, "\n\n| ",
-                                r.workload == "elements" ? "pass" : "batch",
+                                r.workload.starts_with("elements") || r.workload.starts_with("runs") ? "pass" : "batch",
                                 " | ms | GB/s | wrong | pager counters (cumulative) |\n|---|---|---|---|---|"));
         for (unsigned b = 0; b < n; ++b) {
             double ms = ev_.time_ms([&] { launch(b); });
@@ -791,25 +823,34 @@ private:
     // -- elements: single-thread reads
 
     void elements() {
-        for (unsigned run : opt_.runs) elements(run);
+        for (unsigned run : opt_.runs) {
+            if (opt_.elem_size == 16)
+                elements<Pair>(run);
+            else
+                elements<Word>(run);
+        }
     }
 
-    // Single-thread reads of u64 elements, or runs of `run` adjacent ones (a few 8- or 16-byte
-    // elements next to each other, then elsewhere): "elements", "runsN".
+    // Single-thread reads of E elements (u64, or pairs of them with --elem-bytes 16), or runs of `run` adjacent
+    // ones (a few 8- or 16-byte elements next to each other, then elsewhere): "elements", "runsN" (and "-16B").
+    template <class E>
     void elements(unsigned run) {
+        constexpr unsigned per_elem = sizeof(E) / sizeof(Word);  // words an element
         const unsigned passes = opt_.passes;
-        const std::string workload = run == 1 ? std::string("elements") : log::concat("runs", run);
+        const std::string workload = (run == 1 ? std::string("elements") : log::concat("runs", run)) +
+                                     (per_elem == 1 ? "" : log::concat("-", sizeof(E), "B"));
         auto t0 = std::chrono::steady_clock::now();
-        Zipf z(elems_, opt_.alpha);
-        Scatter s(elems_, stream_seed(0, 2));
-        const std::uint64_t n = elem_n_, threads = n / kPerThread, elems = elems_;
+        const std::uint64_t elems = elems_ / per_elem;
+        Zipf z(elems, opt_.alpha);
+        Scatter s(elems, stream_seed(0, 2));
+        const std::uint64_t n = elem_n_, threads = n / kPerThread;
         std::vector<std::uint32_t> idx = zipf_stream(z, s, n, stream_seed(2, 0));
         // Every pass replays pass 1: what it read is resident then (where the pool holds it).
         std::vector<Word> want(threads);
         parallel_for(threads, [&](std::uint64_t t) {
             Word sum = 0;
             for (std::uint64_t k = t * kPerThread; k < (t + 1) * kPerThread; ++k)
-                sum += mix(elem_at(idx.data(), k, run, elems));
+                for (unsigned w = 0; w < per_elem; ++w) sum += mix(elem_at(idx.data(), k, run, elems) * per_elem + w);
             want[t] = sum;
         });
         DeviceBuf<std::uint32_t> didx(n);
@@ -818,7 +859,7 @@ private:
             std::vector<bool> seen(elem_bytes_ / kPage);
             std::uint64_t pages1 = 0;
             for (std::uint64_t k = 0; k < n; ++k) {
-                std::uint64_t pg = elem_at(idx.data(), k, run, elems) / kPageWords;
+                std::uint64_t pg = elem_at(idx.data(), k, run, elems) * per_elem / kPageWords;
                 if (!seen[pg]) {
                     seen[pg] = true;
                     ++pages1;
@@ -833,7 +874,7 @@ private:
         }
         DeviceBuf<Word> sums(threads);
         std::vector<Word> got(threads);
-        const double useful = double(n) * 8;
+        const double useful = double(n) * sizeof(E);
         const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
         auto check = [&](unsigned) {
             ck(cudaMemcpy(got.data(), sums.p, threads * 8, cudaMemcpyDeviceToHost), "read sums");
@@ -852,7 +893,8 @@ private:
                         elements_kernel<decltype(src), true>
                             <<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems);
                     else
-                        elements_kernel<<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems);
+                        elements_kernel<decltype(src), false, E>
+                            <<<blocks, 256>>>(current(src), didx.p, threads, sums.p, run, elems);
                 },
                 check, after);
         };
@@ -1038,11 +1080,13 @@ void usage(FILE* f) {
         "         [--table-gib 16] [--row 256] [--batch 1M] [--batches 6] [--alpha 0.99]\n"
         "         [--pools 100,25,6.25] [--scatter-pool 6.25] [--elem-gib 8] [--elem-n 64M] [--small-page 256]\n"
         "         [--pages 128,256,512,1024,2048,4096] [--runs 1,4,8] [--passes 3] [--read-through] [--replay]\n"
-        "         [--get4] [--lane-rows]\n"
+        "         [--get4] [--lane-rows] [--elem-bytes 8|16]\n"
         "  umem runs with its default (automatic page size) and with each fixed page size of --pages;\n"
         "  --replay: every lookup batch replays batch 1 (later batches read resident rows: hits)\n"
         "  --get4: elements (runs of 1) read four at a time, Array::get of four indices, zero-copy and device\n"
         "          memory likewise\n"
+        "  --elem-bytes 16: elements of 16 bytes (two u64), each read with one get() of 16 bytes; runs are of\n"
+        "          such elements (workloads elements-16B, runsN-16B)\n"
         "  --lane-rows: a warp takes 32 lookups at once, each lane naming one row, their pages acquired together\n"
         "          (Array::warp_acquire_each), the rows read 8 at a time; zero-copy and device memory likewise\n"
         "  sizes in GiB may be decimals; counts take K, M, G (powers of 2); pools are percent of each array\n");
@@ -1091,6 +1135,8 @@ Options parse(int argc, char** argv) {
             o.elem_gib = parse_double(a, value());
         else if (a == "--elem-n")
             o.elem_n = parse_count(a, value());
+        else if (a == "--elem-bytes")
+            o.elem_size = static_cast<unsigned>(parse_count(a, value()));
         else if (a == "--seed")
             o.seed = parse_count(a, value());
         else if (a == "--only")
@@ -1121,6 +1167,11 @@ Options parse(int argc, char** argv) {
         if (r == 0 || r > kPerThread || kPerThread % r != 0)
             throw Error(what, log::concat("--runs ", r), "a run is 1, 2, 4, 8 or 16 elements", "e.g. --runs 1,4,8");
     if (o.passes == 0) throw Error(what, "--passes 0", "need at least one pass", "e.g. --passes 3");
+    if (o.elem_size != 8 && o.elem_size != 16)
+        throw Error(what, log::concat("--elem-bytes ", o.elem_size), "elements are 8 or 16 bytes",
+                    "e.g. --elem-bytes 16");
+    if (o.elem_size != 8 && o.get4)
+        throw Error(what, "--get4 --elem-bytes 16", "--get4 reads 8-byte elements", "leave one of them out");
     if (o.batch == 0 || o.batches == 0)
         throw Error(what, "--batch/--batches", "need at least one lookup and one batch", "e.g. --batch 64K");
     if (o.alpha > 10) throw Error(what, log::concat("--alpha ", o.alpha), "too skewed", "use 0.6 .. 1.2");

@@ -91,6 +91,25 @@ __global__ void stream_kernel(Array<std::uint64_t> a, const std::uint32_t* idx, 
     sums[t] = s;
 }
 
+// Elements of 16 bytes, each read with one get() (the same pager's Array as pairs of words): thread t reads pair
+// idx[k] / 2, or runs of `run` adjacent pairs from there. Pair j holds words 2j and 2j + 1.
+struct alignas(16) WordPair {
+    std::uint64_t lo, hi;
+};
+__global__ void pair_stream_kernel(Array<std::uint64_t> words, const std::uint32_t* idx, std::uint64_t threads,
+                                   unsigned run, std::uint64_t* sums) {
+    const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    if (t >= threads) return;
+    const Array<WordPair> a(words);
+    std::uint64_t s = 0;
+#pragma unroll 4
+    for (unsigned k = 0; k < 16; ++k) {
+        const WordPair x = a.get(std::uint64_t{idx[t * 16 + k - k % run]} / 2 + k % run);
+        s += x.lo + x.hi;
+    }
+    sums[t] = s;
+}
+
 // The same reads where only odd indices are read, so that get() runs with part of a warp.
 __global__ void stream_divergent_kernel(Array<std::uint64_t> a, const std::uint32_t* idx, std::uint64_t threads,
                                         std::uint64_t* sums) {
@@ -479,7 +498,7 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
 }
 
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels) {
+                                 bool divergent, int kernels, bool pairs) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     // Half the reads from 64 hot pages, half anywhere; a run's last element stays in the array.
@@ -492,6 +511,11 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     std::vector<std::uint64_t> want(threads, 0), got(threads);
     for (std::uint64_t t = 0; t < threads; ++t)
         for (std::uint64_t k = 0; k < 16; ++k) {
+            if (pairs) {  // pair j: words 2j and 2j + 1
+                const std::uint64_t j = idx[t * 16 + k - k % run] / 2 + k % run;
+                want[t] += 4 * j + 1;
+                continue;
+            }
             const std::uint64_t i = divergent || run == 0 ? idx[t * 16 + k] : idx[t * 16 + k - k % run] + k % run;
             if (!divergent || (i & 1)) want[t] += i;
         }
@@ -509,7 +533,9 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     for (int k = 0; k < kernels; ++k) {
         ck(cudaMemset(sums, 0, threads * 8), "cudaMemset");
         Array<std::uint64_t> a(pager.view(), pager.ring());
-        if (divergent)
+        if (pairs)
+            pair_stream_kernel<<<blocks, 256>>>(a, didx, threads, run, sums);
+        else if (divergent)
             stream_divergent_kernel<<<blocks, 256>>>(a, didx, threads, sums);
         else
             stream_kernel<<<blocks, 256>>>(a, didx, threads, run, sums);

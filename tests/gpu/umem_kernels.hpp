@@ -73,9 +73,10 @@ PartialHits run_partial_page_hits(std::uint64_t pages);
 // or with run 0 single elements four at a time through get of four)
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);
 // with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
-// whose sum was wrong, over all kernels.
+// whose sum was wrong, over all kernels. With `pairs`, elements of 16 bytes (the same pager's Array as pairs of
+// words, one get() each) in runs of `run`.
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels);
+                                 bool divergent, int kernels, bool pairs = false);
 
 // Warps page an array through umem's NIC engine (NicMover, nic::LoopbackQueue) with `queues` queue pairs
 // served by software ports on a CPU thread (tests/support/fake_loopback_port.hpp): the GPU side of the

@@ -64,6 +64,15 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("16-byte elements through Array::get, one or a run of four a thread, at a full and a quarter pool") {
+    need_gpu();
+    // The same pager's words read as pairs (Array's converting constructor): a lone thread's read is 16 bytes.
+    for (std::uint64_t frames : {16384, 4096}) {
+        CHECK(run_element_stream(16384, frames, 262144, 1, false, 3, true) == 0);
+        CHECK(run_element_stream(16384, frames, 262144, 4, false, 3, true) == 0);
+    }
+}
+
 TEST_CASE("lone threads' half pages at a full pool: reads of the half in the frame hit, of the other half fill it") {
     need_gpu();
     const std::uint64_t pages = 4096;
