@@ -79,6 +79,22 @@ UMEM_HD inline T load_dep(T* p) {
     return Ref<T>(*p).load(order::memory_order_acquire);
 #endif
 }
+// load_dep for a word whose bits only turn on while a kernel runs (the pages' bits where nothing is evicted): on the
+// GPU a weak load through the SM's L1. A stale 0 only sends the access to the protocol, which reads the page's word;
+// a 1 was stored after the frame's data reached L2, and L1 starts each kernel empty. H200, hits through get() over
+// 1 GiB 6-15% faster, over 8 GiB 1-4% slower, warp_acquire's rows over 8 GiB 7-10% faster
+// (bench/results/umem-h200-2026-11-27b.md).
+template <class T>
+UMEM_HD inline T load_growing(T* p) {
+#if defined(__CUDA_ARCH__)
+    static_assert(sizeof(T) == 8, "umem: page-table words");
+    T v;
+    asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)));
+    return v;
+#else
+    return load_dep(p);
+#endif
+}
 // Counters need no ordering, only no lost updates. On the GPU a reduction in global space (red), which
 // nothing waits for: fetch_add on a generic address compiles to an atom the thread waits on, in case the
 // address was shared memory (get() hits 1% faster, H100). Counters are in GPU or mapped host memory.

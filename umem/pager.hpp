@@ -168,10 +168,11 @@ struct PagerView {
 // Words of PagerView::whole for `pages` pages.
 UMEM_HD inline std::uint64_t whole_words(std::uint64_t pages) { return (pages + 63) / 64; }
 // Whether page p is resident whole by its bit (PagerView::whole, not null): one load, ordered as a page-table
-// word before its frame's data (atom::load_dep; on the GPU the data's address is chosen by the bit's value).
+// word before its frame's data (on the GPU the data's address is chosen by the bit's value). The bits only turn on
+// while a table lives (atom::load_growing: through L1 on the GPU).
 UMEM_HD inline bool whole_bit(const PagerView& v, std::uint64_t page) {
     assert(v.whole != nullptr && "umem: a pool that holds every page needs its pages' bits (PagerView::whole)");
-    return ((atom::load_dep(&v.whole[page >> 6]) >> (page & 63)) & 1) != 0;
+    return ((atom::load_growing(&v.whole[page >> 6]) >> (page & 63)) & 1) != 0;
 }
 // Page p became resident whole: its bit set after its data (a release), where there are bits.
 UMEM_HD inline void mark_whole(const PagerView& v, std::uint64_t page) {
