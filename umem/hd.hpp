@@ -62,8 +62,8 @@ UMEM_HD inline bool cas(T* p, T& expected, T desired) {
     return Ref<T>(*p).compare_exchange_strong(expected, desired, order::memory_order_acq_rel,
                                               order::memory_order_acquire);
 }
-// A load whose value only gives the address of the next read, or whether it is made (a PTE or a page's
-// resident bit before its frame's data; a GPU issues a load only once the value it depends on is in): relaxed
+// A load whose value only gives the address of the next read, or whether it is made (a PTE or a partial page's
+// blocks before its frame's data; a GPU issues a load only once the value it depends on is in): relaxed
 // on the GPU, where frames are written and read at L2 (st.cg / ld.cg) and an acquire load would also
 // invalidate the SM's L1 at every call; acquire on the CPU (the C++ model has no dependency ordering,
 // and ThreadSanitizer checks it).

@@ -783,12 +783,12 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 }
 
 // With at least as many frames as pages a resident page never moves, so reading it needs no pin:
-// the load of its bit (whole_bit). Returns the frame's data, or null (then take acquire()).
-// atom::load_dep: relaxed on the GPU (an acquire load there also invalidates the SM's L1, at every
-// hit, and buys nothing: frames are written to L2 before the bit's release and read from L2 by a
-// load the bit's value decides), acquire on the CPU.
+// the load of its bit (whole_bit, through L1 on the GPU: atom::load_growing). Returns the frame's data, or null
+// (then take acquire()). An acquire load would also invalidate the SM's L1 at every hit and buys nothing: frames
+// are written to L2 before the bit's release and read from L2 by a load the bit's value decides.
 // A read of bytes [offset, offset + n) of the page also hits a partial page whose frame has their blocks
-// (sectors' low half, set after the blocks' copy with a release, as the bit is; at such a pool blocks only come in):
+// (sectors' low half, set after the blocks' copy with a release, as the bit is, and read with atom::load_dep; at
+// such a pool blocks only come in):
 // lone threads' half pages stay partial when the first choice keeps 4 KiB, and their reads took the protocol, a pin
 // and an unpin a read (H100, runs of 4 u64 over 4 GiB read again at a full pool: 7.3 ms a pass against p4096's 0.85).
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, std::uint64_t offset = 0,
