@@ -62,11 +62,10 @@ UMEM_HD inline bool cas(T* p, T& expected, T desired) {
     return Ref<T>(*p).compare_exchange_strong(expected, desired, order::memory_order_acq_rel,
                                               order::memory_order_acquire);
 }
-// A load whose value only gives the address of the next read, or whether it is made (a PTE or a partial page's
-// blocks before its frame's data; a GPU issues a load only once the value it depends on is in): relaxed
-// on the GPU, where frames are written and read at L2 (st.cg / ld.cg) and an acquire load would also
-// invalidate the SM's L1 at every call; acquire on the CPU (the C++ model has no dependency ordering,
-// and ThreadSanitizer checks it).
+// A load whose value only gives the address of the next read, or whether it is made (a PTE before its frame's
+// data; a GPU issues a load only once the value it depends on is in): relaxed on the GPU, where frames are written
+// and read at L2 (st.cg / ld.cg) and an acquire load would also invalidate the SM's L1 at every call; acquire on
+// the CPU (the C++ model has no dependency ordering, and ThreadSanitizer checks it).
 template <class T>
 UMEM_HD inline T load_dep(T* p) {
 #if defined(__CUDA_ARCH__)
@@ -79,11 +78,11 @@ UMEM_HD inline T load_dep(T* p) {
     return Ref<T>(*p).load(order::memory_order_acquire);
 #endif
 }
-// load_dep for a word whose bits only turn on while a kernel runs (the pages' bits where nothing is evicted): on the
-// GPU a weak load through the SM's L1. A stale 0 only sends the access to the protocol, which reads the page's word;
-// a 1 was stored after the frame's data reached L2, and L1 starts each kernel empty. H200, hits through get() over
-// 1 GiB 6-15% faster, over 8 GiB 1-4% slower, warp_acquire's rows over 8 GiB 7-10% faster
-// (bench/results/umem-h200-2026-11-27b.md).
+// load_dep for a word whose bits only turn on while a kernel runs (where nothing is evicted: the pages' bits, and a
+// partial page's blocks in its frame): on the GPU a weak load through the SM's L1. A stale 0 only sends the access
+// to the protocol, which reads the page's word; a 1 was stored after the frame's data reached L2, and L1 starts each
+// kernel empty. H200, hits through get() over 1 GiB 6-15% faster, over 8 GiB 1-4% slower, warp_acquire's rows over
+// 8 GiB 7-10% faster (bench/results/umem-h200-2026-11-27b.md).
 template <class T>
 UMEM_HD inline T load_growing(T* p) {
 #if defined(__CUDA_ARCH__)

@@ -787,8 +787,9 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 // (then take acquire()). An acquire load would also invalidate the SM's L1 at every hit and buys nothing: frames
 // are written to L2 before the bit's release and read from L2 by a load the bit's value decides.
 // A read of bytes [offset, offset + n) of the page also hits a partial page whose frame has their blocks
-// (sectors' low half, set after the blocks' copy with a release, as the bit is, and read with atom::load_dep; at
-// such a pool blocks only come in):
+// (sectors' low half, set after the blocks' copy with a release, as the bit is; at such a pool blocks only come in,
+// so it too is read through L1: H200, runs of 4 u64 read again over 4 and 8 GiB 1-2% faster, 1.43-1.44x and 1.48x
+// device memory, were 1.45-1.46x and 1.50x; bench/results/umem-h200-2026-11-27c.md):
 // lone threads' half pages stay partial when the first choice keeps 4 KiB, and their reads took the protocol, a pin
 // and an unpin a read (H100, runs of 4 u64 over 4 GiB read again at a full pool: 7.3 ms a pass against p4096's 0.85).
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, std::uint64_t offset = 0,
@@ -798,7 +799,7 @@ UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, 
     if (whole_bit(v, page)) return frame;
     if (v.sectors == nullptr) return nullptr;
     const std::uint32_t b = n == ~0ull ? v.page_blocks(page) : v.blocks_of(offset, n);
-    return (static_cast<std::uint32_t>(atom::load_dep(&v.sectors[page])) & b) == b ? frame : nullptr;
+    return (static_cast<std::uint32_t>(atom::load_growing(&v.sectors[page])) & b) == b ? frame : nullptr;
 }
 
 // Sequential prefetch: when the page before a fault is in GPU memory or on its way, the access
