@@ -96,25 +96,22 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
 }
 
 // What a look reads, into `out` (pinned, mapped host memory; plain stores, as a GPU's atomics on host memory are not
-// atomic): the tally's two words, and where nothing is ever evicted the pages resident whole, by their bits
-// (PagerView::whole). One launch instead of a copy and a launch (each API call of a change costs 3-10 us). One block:
-// the bits of 8 GiB of 4 KiB pages are 32K words.
+// atomic): the tally's two words, and the bytes filled so far, which where nothing is ever evicted are the bytes in
+// frames (change_pays). One launch instead of a copy and a launch (each API call of a change costs 3-10 us).
 __global__ void look_kernel(PagerView v, std::uint64_t* out) {
-    if (threadIdx.x == 0) {
+    const unsigned i = threadIdx.x;  // a thread a counter shard
+    std::uint64_t n = v.counters[i * counter_stride + c_bytes_in];
+    for (int d = 16; d > 0; d /= 2) n += __shfl_down_sync(0xffffffffu, n, d);
+    __shared__ std::uint64_t part[counter_shards / 32];
+    if ((i & 31) == 0) part[i / 32] = n;
+    __syncthreads();
+    if (i == 0) {
         out[0] = v.profile[profile_tally];
         out[1] = v.profile[profile_tally + 1];
+        std::uint64_t total = 0;
+        for (unsigned w = 0; w < counter_shards / 32; ++w) total += part[w];
+        out[2] = total;
     }
-    if (v.whole == nullptr) return;
-    __shared__ unsigned long long total;
-    if (threadIdx.x == 0) total = 0;
-    __syncthreads();
-    unsigned long long n = 0;
-    const std::uint64_t words = whole_words(v.pages);
-    for (std::uint64_t i = threadIdx.x; i < words; i += blockDim.x) n += static_cast<unsigned>(__popcll(v.whole[i]));
-    for (int d = 16; d > 0; d /= 2) n += __shfl_down_sync(0xffffffffu, n, d);
-    if ((threadIdx.x & 31) == 0) atomicAdd(&total, n);
-    __syncthreads();
-    if (threadIdx.x == 0) out[2] = total;
 }
 
 // PagerView::shared, in stream order with the kernels around it.
@@ -177,6 +174,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
         looked_dev_ = static_cast<std::uint64_t*>(dev_choice) + 1;
     }
+    if (auto_ && cfg.frames >= pages_at(shift)) view_.lone_fill_shift = lone_fill_shift_for(cfg.bytes);
     layout(shift, nullptr);
     if (auto_) {
         int device = 0;
@@ -295,16 +293,15 @@ const PagerView& GpuPager::view(cudaStream_t stream) {
     since_look_ = 0;
     stop_table_maker();
     atom::store(choice_, 0u);
-    // One launch and one wait for the kernels before it, the tally and the pages resident whole (where the pool holds
-    // every page) written into pinned memory (look_kernel): two blocking copies into pageable memory took 54 and 15 us
-    // (H200), a fifth of a short batch.
-    look_kernel<<<1, 1024, 0, stream>>>(view_, looked_dev_);
+    // One launch and one wait for the kernels before it, the tally and the bytes filled written into pinned memory
+    // (look_kernel): two blocking copies into pageable memory took 54 and 15 us (H200), a fifth of a short batch.
+    look_kernel<<<1, counter_shards, 0, stream>>>(view_, looked_dev_);
     cuda_check(cudaGetLastError(), "umem: read the page-size tally", "pager");
     cuda_check(cudaStreamSynchronize(stream), "umem: wait for the kernels", "pager");
     const std::uint64_t t[2] = {looked_[0], looked_[1]};
     std::uint32_t shift = choose_page_shift(t, view_.page_shift);
     if (shift < view_.page_shift && view_.never_evicts() &&
-        !change_pays(view_.page_shift, shift, true, looked_[2], view_.pages))
+        !change_pays(view_.page_shift, shift, true, looked_[2] >> view_.page_shift, view_.pages))
         shift = view_.page_shift;
     const bool first = decisions_++ == 0;
     const bool change = shift != view_.page_shift && (first || shift == wanted_);

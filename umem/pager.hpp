@@ -103,6 +103,9 @@ struct PagerView {
     // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
     // page or less) fills only its own blocks (need_blocks).
     std::uint32_t profile_decided = 0;
+    // Log2 of the bytes a lone thread's element fills first where the pool holds the array, before the first
+    // choice (need_blocks, lone_fill_shift_for); 0: half the page.
+    std::uint32_t lone_fill_shift = 0;
     // [pages], automatic page size at its 4 KiB start only: one bit per 128-byte block written while
     // resident (note_write), so that smaller pages re-laid in place are dirty only where written
     // (relay_page); null otherwise.
@@ -139,6 +142,11 @@ struct PagerView {
     }
 
     UMEM_HD std::uint64_t page_size() const { return 1ull << page_shift; }
+    // The chunk a lone thread's element fills first (need_blocks): lone_fill_shift within [a block, half the page].
+    UMEM_HD std::uint32_t lone_chunk_shift() const {
+        if (lone_fill_shift == 0 || lone_fill_shift >= page_shift) return page_shift - 1;
+        return lone_fill_shift < page_shift - 5 ? page_shift - 5 : lone_fill_shift;
+    }
     UMEM_HD std::uint32_t page_bytes(std::uint64_t page) const {
         std::uint64_t off = page << page_shift;
         std::uint64_t left = bytes - off;
@@ -319,17 +327,20 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
 // Whether moving from pages of 1 << current to 1 << chosen bytes pays. Larger pages: fewer
 // translations and a smaller table. Smaller pages save bytes only on pages not filled yet and make
 // nothing fit that did not, while a hit through the larger table costs more (its 8 bytes a page stop
-// fitting L2): with a pool that holds the whole array and half its pages already resident whole, they do not
-// pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms changing to 128 B after the first
-// pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md). Partial pages do not count:
-// they hold what was read, and a change keeps exactly that.
+// fitting L2): with a pool that holds the whole array and half its bytes already in frames (`resident`: pages'
+// worth, partial pages' blocks counted), they do not pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms
+// changing to 128 B after the first pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
+// Counting only pages resident whole, lone threads' 1 KiB chunks (lone_fill_shift_for) sent Zipf reads over 1 GiB
+// to 128 B pages with 70% of the array in, and their hits through that table cost 1.42-1.54x device memory, against
+// 1.37-1.39x at 4 KiB with the pages partial (bench/results/umem-h200-2026-11-27c.md). A warp's rows fill only
+// themselves and leave little in: smaller pages pay there.
 // Nor, at such a pool, does a page half as large, however little is resident: 4 KiB fills move more
 // bytes a second and hits through half the table cost less (H200, BFS over 2 GiB at a full pool: its
 // column array moved to 2 KiB, second pass 5.43 ms against 5.23 staying at 4 KiB; kept, 5.40 against 5.35).
-inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t whole,
+inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_evicts, std::uint64_t resident,
                         std::uint64_t pages) {
     if (chosen == current) return false;
-    return chosen > current || !never_evicts || (whole * 2 < pages && chosen + 1 < current);
+    return chosen > current || !never_evicts || (resident * 2 < pages && chosen + 1 < current);
 }
 
 // A write of bytes [offset, offset + n) of resident page `page` (n >= 1): marks its blocks of 1/32 page
@@ -445,33 +456,41 @@ UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
 }
 
 // A lone thread's element (under 32 bytes: get(), or a warp_acquire of one element) where the pool holds the array,
-// before the first choice: it fills half its page first, and the rest once it reads the other half.
+// before the first choice: it fills the chunk around it (lone_fill_shift), and each other chunk once it reads there.
 UMEM_HD inline bool lone_at_full_pool(const PagerView& v, std::uint64_t bytes) {
     return v.sectors != nullptr && v.profile_decided == 0 && bytes < 32 && v.never_evicts();
 }
 
+// The chunk of its 4 KiB page that a lone thread's element fills first where the pool holds an array of `bytes`
+// (PagerView::lone_fill_shift): the smallest that a fill moves at the link's rate. A fill's cost is what a random
+// read of host memory costs or its bytes at about 51 GB/s, whichever is more, and the first grows with the array
+// (H200, fills at a full pool: 1 KiB 21 ns over 1 GiB, 23 over 2 GiB, 29 over 4 GiB, where 2 KiB takes 40-42 and
+// 512 B 12 over 1 GiB; H100, 8-byte reads of pinned memory 9.2 ns over 1 GiB, 20.9 over 4 GiB). So 1 KiB chunks up
+// to 1 GiB, half pages above (a page read densely in 1 KiB chunks over 2 GiB took 1.16x its 2 KiB fills; over 4 GiB
+// 1.46x). A probe of 8192 fills of each size at set-up could not tell: it saw 1 KiB at 21-22 ns at every size
+// (bench/results/umem-h200-2026-11-27c.md).
+inline constexpr std::uint32_t lone_fill_shift_for(std::uint64_t bytes) { return bytes <= (1ull << 30) ? 10 : 11; }
+
 // The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
 // start), before the first choice, only those of a small access (a quarter of the page or less), so that
-// a row's fill moves the row, not 4 KiB. A lone thread's element where the pool holds the array takes the half
-// page around it: a 2 KiB fill runs near the link's rate, as a 4 KiB one does, and a page read densely costs one
-// fill more (the other half, missing_blocks), while short runs and sparse elements move half the bytes (H100, 4 GiB
-// of u64 at a full pool: dense elements 0.97-1.00x p4096, runs of 8 1.13x the best fixed size, was 1.58x; a
-// quarter page moved less but cost dense reads 3-5%; bench/results/umem-h200-2026-11-26e.md). Else the whole page.
+// a row's fill moves the row, not 4 KiB. A lone thread's element where the pool holds the array takes the aligned
+// chunk around it (lone_fill_shift_for): a page read densely costs what one whole fill does, in a few fills, and
+// sparse elements and short runs move a chunk a page. Else the whole page.
 UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
                                          std::uint64_t bytes) {
     if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4) return v.page_blocks(page);
     if (lone_at_full_pool(v, bytes)) {
-        const std::uint64_t half = v.page_size() / 2;
-        return v.blocks_of(offset & ~(half - 1), half) & v.page_blocks(page);
+        const std::uint64_t chunk = std::uint64_t{1} << v.lone_chunk_shift();
+        return v.blocks_of(offset & ~(chunk - 1), chunk) & v.page_blocks(page);
     }
     return v.blocks_of(offset, bytes) & v.page_blocks(page);
 }
 
 // What an access to a partial page must still copy in, of the blocks it needs, the frame lacking `have` (0: it has
-// what it reads). A lone element where the pool holds the array whose own block is missing takes the rest of the page.
+// what it reads). A lone element where the pool holds the array whose own block is missing takes what its chunk lacks.
 UMEM_HD inline std::uint32_t missing_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
                                             std::uint64_t bytes, std::uint32_t have) {
-    if (lone_at_full_pool(v, bytes)) return (v.blocks_of(offset, bytes) & ~have) != 0 ? v.page_blocks(page) & ~have : 0;
+    if (lone_at_full_pool(v, bytes) && (v.blocks_of(offset, bytes) & ~have) == 0) return 0;
     return need_blocks(v, page, offset, bytes) & ~have;
 }
 

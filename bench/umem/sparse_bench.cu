@@ -954,6 +954,7 @@ private:
                     [&](unsigned) { return stats_note(pager->stats()) + log::concat(" page ", pager->page_size()); });
                 results.back().note += short_stats(pager->stats()) +
                                        log::concat(" page ", pager->page_size(), " relayouts ", pager->relayouts());
+                if (holds_all) results.back().note += log::concat(" lone fills ", pager->lone_fill_bytes());
                 // Where the pool holds the array a page's frame is its own number, so the pool is the array laid out
                 // as device memory, at the same addresses: the same kernel reading it directly is the plain read of
                 // the same data that hits are measured against. A separate copy lands elsewhere, and where it lands

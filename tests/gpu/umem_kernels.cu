@@ -479,6 +479,7 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     const Array<std::uint64_t> a(pager.view(), pager.ring());  // one view: no change of page size between
     PartialHits r;
+    r.chunk = pager.lone_fill_bytes();
     Counter bad;
     auto step = [&](unsigned word, bool odd_only) {
         const Stats before = pager.stats();
@@ -487,13 +488,15 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
         const Stats after = pager.stats();
         r.hits.push_back(after[c_hits] - before[c_hits]);
         r.faults.push_back(after[c_faults] - before[c_faults]);
+        r.bytes_in.push_back(after[c_bytes_in] - before[c_bytes_in]);
     };
-    step(3, false);    // the half page around word 3 of every page: [0, 2 KiB)
-    step(5, false);    // in that half: hits on partial pages
-    step(300, true);   // the other half, odd pages: the rest of the page
-    step(301, false);  // odd pages whole, even pages their rest
+    step(3, false);    // the chunk around word 3 of every page: [0, chunk)
+    step(5, false);    // in that chunk: hits on partial pages
+    step(375, true);   // byte 3000, odd pages: its chunk, another one (chunks are at most 2 KiB)
+    step(376, false);  // byte 3008, the same chunk: odd pages hit, even pages fill it
+    const unsigned words = static_cast<unsigned>(r.chunk / 8);
+    for (unsigned w = 0; w < kWords; w += words) step(w, false);  // every chunk: the pages whole
     r.bad = bad.get();
-    r.bytes_in = pager.stats()[c_bytes_in];
     return r;
 }
 

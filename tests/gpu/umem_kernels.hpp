@@ -64,8 +64,8 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
 // page t, then word 5 (the same half), word 300 of odd pages (the other half), word 301 of every page. Per kernel,
 // the hits and faults counted; the words read wrong; the bytes copied in.
 struct PartialHits {
-    std::uint64_t bad = 0, bytes_in = 0;
-    std::vector<std::uint64_t> hits, faults;
+    std::uint64_t bad = 0, chunk = 0;  // chunk: the pager's lone_fill_bytes()
+    std::vector<std::uint64_t> hits, faults, bytes_in;
 };
 PartialHits run_partial_page_hits(std::uint64_t pages);
 

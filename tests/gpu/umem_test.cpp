@@ -73,19 +73,25 @@ TEST_CASE("16-byte elements through Array::get, one or a run of four a thread, a
     }
 }
 
-TEST_CASE("lone threads' half pages at a full pool: reads of the half in the frame hit, of the other half fill it") {
+TEST_CASE("lone threads' chunks at a full pool: reads of the chunk in the frame hit, of another chunk fill it") {
     need_gpu();
-    const std::uint64_t pages = 4096;
+    const std::uint64_t pages = 4096;  // 16 MiB: chunks of 1 KiB (lone_fill_shift_for)
     const PartialHits r = run_partial_page_hits(pages);
     CHECK(r.bad == 0);
-    REQUIRE(r.hits.size() == 4);
-    CHECK(r.faults[0] == pages);  // half pages
-    CHECK(r.hits[1] == pages);    // the same halves: hits, nothing copied
+    REQUIRE(r.chunk == 1024);
+    REQUIRE(r.hits.size() == 4 + 4096 / r.chunk);
+    CHECK(r.faults[0] == pages);  // a chunk a page
+    CHECK(r.bytes_in[0] == pages * r.chunk);
+    CHECK(r.hits[1] == pages);  // the same chunks: hits, nothing copied
     CHECK(r.faults[1] == 0);
-    CHECK(r.faults[2] == pages / 2);  // the other halves of odd pages
-    CHECK(r.faults[3] == pages / 2);  // even pages' rest (each such read counted a hit too, once it was in)
+    CHECK(r.bytes_in[1] == 0);
+    CHECK(r.faults[2] == pages / 2);  // another chunk of odd pages
+    CHECK(r.bytes_in[2] == pages / 2 * r.chunk);
+    CHECK(r.faults[3] == pages / 2);  // even pages' (each such read counted a hit too, once it was in)
     CHECK(r.hits[3] == pages);
-    CHECK(r.bytes_in == pages * 4096);  // every byte once
+    std::uint64_t in = 0;
+    for (std::uint64_t b : r.bytes_in) in += b;
+    CHECK(in == pages * 4096);  // every byte once
 }
 
 TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 16 at once, every word exact") {

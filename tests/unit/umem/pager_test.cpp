@@ -897,14 +897,53 @@ TEST_CASE(
         a = acquire(v, 4, false, g, m, 1025, 0);
         release(v, 4, g, a, false);
         CHECK_FALSE(Pte{v.pte[4]}.is(Pte::partial));
-        // A lone thread's element: half its page while the pool holds the array, its block when not.
+        // A lone thread's element: a chunk of its page while the pool holds the array (half the page where
+        // lone_fill_shift is 0), its block when not.
         CHECK(need_blocks(v, 5, 16, 8) == (frames == pages ? 0xffffu : 1u));
         CHECK(need_blocks(v, 5, 4095, 1) == (frames == pages ? 0xffff0000u : 0x80000000u));
-        if (frames == pages) {                                 // then the rest, once it reads the other half
-            CHECK(missing_blocks(v, 5, 16, 8, 0xffffu) == 0);  // its half is in: a hit
+        if (frames == pages) {                                             // then each other chunk, once it reads there
+            CHECK(missing_blocks(v, 5, 16, 8, 0xffffu) == 0);              // its half is in: a hit
             CHECK(missing_blocks(v, 5, 4095, 1, 0xffffu) == 0xffff0000u);  // the other half
-            CHECK(missing_blocks(v, 5, 16, 8, 0xff00u) == 0xffff00ffu);    // its block missing: all that is
+            CHECK(missing_blocks(v, 5, 16, 8, 0xff00u) == 0x00ffu);        // its block missing: what its half lacks
+            CHECK(missing_blocks(v, 5, 16, 8, 0xff01u) == 0);              // its block in: nothing, whatever else
             CHECK(missing_blocks(v, 5, 0, 256, 0xffff0000u) == 0x3u);      // a warp's row: its own blocks
+            v.lone_fill_shift = 10;                                        // chunks of 1 KiB: 8 blocks, aligned
+            CHECK(need_blocks(v, 5, 16, 8) == 0xffu);
+            CHECK(need_blocks(v, 5, 1500, 8) == 0xff00u);
+            CHECK(need_blocks(v, 5, 4095, 1) == 0xff000000u);
+            CHECK(missing_blocks(v, 5, 2048, 16, 0xffu) == 0xff0000u);
+            CHECK(missing_blocks(v, 5, 2048, 16, 0xff0000u) == 0);
+            CHECK(need_blocks(v, 5, 16, 32) == 0x1u);  // 32 bytes: not a lone element, its own block
+            v.lone_fill_shift = 5;                     // below a block: a block
+            CHECK(need_blocks(v, 5, 300, 8) == 0x4u);
+            v.lone_fill_shift = 12;  // a whole page or more: half the page
+            CHECK(need_blocks(v, 5, 300, 8) == 0xffffu);
+            CHECK(lone_fill_shift_for(1ull << 30) == 10);  // 1 KiB chunks up to 1 GiB, half pages above
+            CHECK(lone_fill_shift_for((1ull << 30) + 16) == 11);
+            v.lone_fill_shift = 10;  // through the protocol: page 6 comes in 1 KiB at a time, each chunk once
+            const std::uint64_t in = p.stats()[c_bytes_in];
+            a = acquire(v, 6, false, g, m, 8, 1500);
+            release(v, 6, g, a, false);
+            CHECK(static_cast<std::uint32_t>(sectors[6]) == 0xff00u);
+            CHECK(frame_word(6, 1024 / 8) == 6 * kWords + 1024 / 8);
+            CHECK(frame_word(6, 2047 / 8) == 6 * kWords + 2047 / 8);
+            a = acquire(v, 6, false, g, m, 8, 1024);  // the same chunk: nothing copied
+            release(v, 6, g, a, false);
+            a = acquire(v, 6, false, g, m, 8, 3100);
+            release(v, 6, g, a, false);
+            CHECK(static_cast<std::uint32_t>(sectors[6]) == 0xff00ff00u);
+            CHECK(frame_word(6, 3072 / 8) == 6 * kWords + 3072 / 8);
+            CHECK(p.stats()[c_bytes_in] - in == 2048);
+            CHECK(Pte{v.pte[6]}.is(Pte::partial));
+            a = acquire(v, 6, false, g, m, 8, 0);
+            release(v, 6, g, a, false);
+            a = acquire(v, 6, false, g, m, 8, 2048);
+            release(v, 6, g, a, false);
+            CHECK_FALSE(Pte{v.pte[6]}.is(Pte::partial));  // every chunk in: whole
+            CHECK(whole_bit(v, 6));
+            CHECK(p.stats()[c_bytes_in] - in == 4096);
+            for (std::uint64_t w = 0; w < kWords; ++w) CHECK(frame_word(6, w) == 6 * kWords + w);
+            v.lone_fill_shift = 0;
             a = acquire(v, 5, false, g, m, 8, 2048 + 16);
             release(v, 5, g, a, false);
             CHECK(static_cast<std::uint32_t>(sectors[5]) == 0xffff0000u);
@@ -1273,12 +1312,13 @@ TEST_CASE("threads reading as warp_acquire does (a look first) and writing throu
 }
 
 TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
-    CHECK(change_pays(12, 7, true, 100, 1000));        // full pool, a tenth resident whole: smaller pages pay
-    CHECK_FALSE(change_pays(12, 7, true, 500, 1000));  // half resident whole: hits through the small table cost more
-    CHECK(change_pays(12, 7, false, 500, 1000));       // a pool smaller than the array: small pages hold more
-    CHECK_FALSE(change_pays(12, 11, true, 0, 1000));   // full pool, half the page: not worth a larger table
-    CHECK(change_pays(12, 11, false, 0, 1000));        // a smaller pool: it is
-    CHECK(change_pays(7, 12, true, 1000, 1000));       // larger pages: fewer translations, a smaller table
+    CHECK(change_pays(12, 7, true, 100, 1000));  // full pool, a tenth of its bytes in: smaller pages pay
+    CHECK_FALSE(
+        change_pays(12, 7, true, 500, 1000));     // half in (partial pages too): hits through the small table cost more
+    CHECK(change_pays(12, 7, false, 500, 1000));  // a pool smaller than the array: small pages hold more
+    CHECK_FALSE(change_pays(12, 11, true, 0, 1000));  // full pool, half the page: not worth a larger table
+    CHECK(change_pays(12, 11, false, 0, 1000));       // a smaller pool: it is
+    CHECK(change_pays(7, 12, true, 1000, 1000));      // larger pages: fewer translations, a smaller table
     CHECK_FALSE(change_pays(8, 8, false, 0, 1000));
 }
 
