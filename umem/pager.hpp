@@ -331,9 +331,9 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
 // worth, partial pages' blocks counted), they do not pay (H200: 4 GiB of u64 read three times at a full pool, 576 ms
 // changing to 128 B after the first pass against 340 ms staying at 4 KiB; bench/results/umem-h200-2026-11-25.md).
 // Counting only pages resident whole, lone threads' 1 KiB chunks (lone_fill_shift_for) sent Zipf reads over 1 GiB
-// to 128 B pages with 70% of the array in, and their hits through that table cost 1.42-1.54x device memory, against
-// 1.37-1.39x at 4 KiB with the pages partial (bench/results/umem-h200-2026-11-27c.md). A warp's rows fill only
-// themselves and leave little in: smaller pages pay there.
+// to 128 B pages with 70% of the array in, where a later pass took 0.27-0.29 ms against 0.15-0.16 staying at 4 KiB
+// (bench/results/umem-h200-2026-11-27c.md). A warp's rows fill only themselves and leave little in: smaller pages
+// pay there.
 // Nor, at such a pool, does a page half as large, however little is resident: 4 KiB fills move more
 // bytes a second and hits through half the table cost less (H200, BFS over 2 GiB at a full pool: its
 // column array moved to 2 KiB, second pass 5.43 ms against 5.23 staying at 4 KiB; kept, 5.40 against 5.35).
@@ -809,7 +809,7 @@ UMEM_HD inline std::uint64_t held(const PagerView& v, std::uint64_t page, const 
 // (sectors' low half, set after the blocks' copy with a release, as the bit is; at such a pool blocks only come in,
 // so it too is read through L1: H200, runs of 4 u64 read again over 4 and 8 GiB 1-2% faster, 1.43-1.44x and 1.48x
 // device memory, were 1.45-1.46x and 1.50x; bench/results/umem-h200-2026-11-27c.md):
-// lone threads' half pages stay partial when the first choice keeps 4 KiB, and their reads took the protocol, a pin
+// lone threads' chunks leave pages partial when the first choice keeps 4 KiB, and their reads took the protocol, a pin
 // and an unpin a read (H100, runs of 4 u64 over 4 GiB read again at a full pool: 7.3 ms a pass against p4096's 0.85).
 UMEM_HD inline std::byte* find_resident(const PagerView& v, std::uint64_t page, std::uint64_t offset = 0,
                                         std::uint64_t n = ~0ull) {
