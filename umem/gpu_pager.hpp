@@ -52,7 +52,7 @@ public:
     // What a lone thread's element fills first where the pool holds the array, before the first choice (automatic
     // page size): a chunk of the 4 KiB page (lone_fill_shift_for).
     std::uint64_t lone_fill_bytes() const noexcept {
-        return std::uint64_t{1} << (view_.lone_fill_shift != 0 ? view_.lone_fill_shift : auto_start_shift - 1);
+        return std::uint64_t{1} << view_.lone_chunk_shift(auto_start_shift);
     }
 
 private:

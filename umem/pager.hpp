@@ -142,10 +142,11 @@ struct PagerView {
     }
 
     UMEM_HD std::uint64_t page_size() const { return 1ull << page_shift; }
-    // The chunk a lone thread's element fills first (need_blocks): lone_fill_shift within [a block, half the page].
-    UMEM_HD std::uint32_t lone_chunk_shift() const {
-        if (lone_fill_shift == 0 || lone_fill_shift >= page_shift) return page_shift - 1;
-        return lone_fill_shift < page_shift - 5 ? page_shift - 5 : lone_fill_shift;
+    // The chunk a lone thread's element fills first (need_blocks) in pages of 1 << shift bytes: lone_fill_shift within
+    // [a block, half the page].
+    UMEM_HD std::uint32_t lone_chunk_shift(std::uint32_t shift) const {
+        if (lone_fill_shift == 0 || lone_fill_shift >= shift) return shift - 1;
+        return lone_fill_shift < shift - 5 ? shift - 5 : lone_fill_shift;
     }
     UMEM_HD std::uint32_t page_bytes(std::uint64_t page) const {
         std::uint64_t off = page << page_shift;
@@ -480,7 +481,7 @@ UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page,
                                          std::uint64_t bytes) {
     if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4) return v.page_blocks(page);
     if (lone_at_full_pool(v, bytes)) {
-        const std::uint64_t chunk = std::uint64_t{1} << v.lone_chunk_shift();
+        const std::uint64_t chunk = std::uint64_t{1} << v.lone_chunk_shift(v.page_shift);
         return v.blocks_of(offset & ~(chunk - 1), chunk) & v.page_blocks(page);
     }
     return v.blocks_of(offset, bytes) & v.page_blocks(page);

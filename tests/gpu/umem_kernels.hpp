@@ -60,9 +60,9 @@ FlushResult run_flush_unwaited(std::uint64_t pages);
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
-// Lone threads' half pages at a pool that holds the array (automatic page size, one view): thread t reads word 3 of
-// page t, then word 5 (the same half), word 300 of odd pages (the other half), word 301 of every page. Per kernel,
-// the hits and faults counted; the words read wrong; the bytes copied in.
+// Lone threads' chunks at a pool that holds the array (automatic page size, one view): thread t reads word 3 of page
+// t, then word 5 (the same chunk), word 375 of odd pages (another chunk), word 376 of every page (that chunk), then a
+// word in every chunk of every page. Per kernel, the hits, faults and bytes copied in; the words read wrong.
 struct PartialHits {
     std::uint64_t bad = 0, chunk = 0;  // chunk: the pager's lone_fill_bytes()
     std::vector<std::uint64_t> hits, faults, bytes_in;
