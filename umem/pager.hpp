@@ -51,7 +51,7 @@ enum Counter : unsigned {
     c_waits,         // accesses that waited for another filler/evictor (coalesced faults)
     c_evictions,     // frames taken from a resident page
     c_writebacks,    // dirty frames copied back to host memory
-    c_exhausted,     // fills abandoned because no frame could be evicted
+    c_exhausted,     // fills abandoned because the sweep found no frame to evict (claim_frame)
     c_bytes_in,      // bytes copied host -> frames
     c_bytes_out,     // bytes copied frames -> host
     c_hand_steps,    // frames the eviction hand looked at (per eviction: the cost of finding a victim)
@@ -75,6 +75,7 @@ inline constexpr unsigned ctl_unused = 33;     // of those, pages whose hits did
 inline constexpr unsigned ctl_words = 48;
 inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
 inline constexpr std::uint64_t free_first_steps = 64;  // claim_frame: how far the hand looks for a free frame first
+inline constexpr std::uint64_t sweep_steps = 256;      // claim_frame: the most frames one claim looks at (below)
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -510,7 +511,13 @@ UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
 }
 
 // Frame for a fill: a never-used one, else one taken from a resident page by the eviction hand.
-// The sweep is bounded (two turns of the clock), so a filler never waits for a frame.
+// The sweep is bounded (two turns of the clock, at most sweep_steps frames), so a filler never waits for a frame:
+// where it finds none the access reads in place (c_exhausted), and the bits it cleared on the way stay cleared for
+// the next claim. Two turns of a large pool were one thread's serial walk: where a kernel's reads hit nearly every
+// resident page, the claim that came to a run of them cleared them one by one, and a pass of 0.13 s took up to 3.3 s
+// (H100, 4 GiB of u64 read ten times at a 25% pool, one pass in ten: 4M steps in it). At most 256 frames a claim,
+// every pass of p128 and auto there takes 37 ms (40-55 before, with 1-2 passes in 10 of 0.11-0.48 s); at 1024, 2 in 10
+// still took 0.17-0.22 s (bench/results/umem-h100-2026-11-27d.md).
 struct Claim {
     std::uint32_t frame;  // max_frames = none
     std::uint32_t victim;
@@ -544,7 +551,8 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, std::uint64_t page, unsigne
     // batches after the change evicted and wrote back 1.1-1.4K kept sub-pages each while most frames were free, and
     // took 0.30-0.33 ms against p256's 0.24-0.26; now none, 0.27-0.29 against 0.25-0.27).
     bool free_first = atom::peek(&v.ctl[ctl_free_first]) != 0;
-    const std::uint64_t steps = 2ull * v.frames_n + 1 + (free_first ? free_first_steps : 0);
+    const std::uint64_t turns = 2ull * v.frames_n + 1;
+    const std::uint64_t steps = (turns < sweep_steps ? turns : sweep_steps) + (free_first ? free_first_steps : 0);
     for (std::uint64_t i = 0; i < steps; ++i) {
         std::uint64_t tick = atom::fetch_add(hand, std::uint64_t{1});
         if (v.eviction == Eviction::random) tick = (tick * 0x9e3779b97f4a7c15ull) >> 17;

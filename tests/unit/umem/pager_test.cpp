@@ -558,6 +558,37 @@ TEST_CASE("CLOCK keeps a hot page that FIFO evicts") {
     CHECK(fifo < clock);
 }
 
+TEST_CASE("a claim looks at most sweep_steps frames; the bits it cleared stay cleared for the next claim") {
+    // A pool of 1024 frames whose every page was hit since the hand passed: the first miss's claim clears
+    // sweep_steps reference bits, finds no frame and reads in place; each next claim goes on where it stopped,
+    // and once the hand is round the frame it cleared first is evicted (CLOCK order).
+    constexpr std::uint64_t frames = 1024, claims = frames / sweep_steps;
+    static_assert(claims >= 2 && frames % sweep_steps == 0 && 2 * frames + 1 > sweep_steps);
+    std::vector<std::uint64_t> d = numbered(2 * frames);
+    HostPager p(config(2 * frames, frames), bytes(d));
+    for (std::uint64_t pg = 0; pg < frames; ++pg) p.access(pg, false);  // fills frames 0..1023 in order
+    for (std::uint64_t pg = 0; pg < frames; ++pg) p.access(pg, false);  // hits: every page referenced
+    REQUIRE(p.stats()[c_hits] == frames);
+    for (std::uint64_t k = 0; k < claims; ++k) {
+        auto a = p.access(frames + k, false);
+        CHECK(word(a, 7) == (frames + k) * kWords + 7);  // read in place, right
+        INFO("claim " << k);
+        CHECK(p.state(frames + k) == PageState::host);
+        CHECK(p.stats()[c_exhausted] == k + 1);
+        CHECK(p.stats()[c_hand_steps] == (k + 1) * sweep_steps);
+        CHECK(p.stats()[c_evictions] == 0);
+    }
+    {
+        auto a = p.access(frames + claims, false);  // the hand is round: frame 0's bit was cleared first
+        CHECK(word(a, 7) == (frames + claims) * kWords + 7);
+    }
+    CHECK(p.state(frames + claims) == PageState::resident);
+    CHECK(p.state(0) == PageState::host);
+    CHECK(p.stats()[c_evictions] == 1);
+    CHECK(p.stats()[c_exhausted] == claims);
+    CHECK(p.stats()[c_hand_steps] == claims * sweep_steps + 1);
+}
+
 TEST_CASE("an access beyond the array is caught in debug builds") {
 #ifdef NDEBUG
     SKIP("release build (NDEBUG): the bounds check is compiled out");
