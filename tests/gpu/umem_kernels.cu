@@ -58,6 +58,11 @@ __global__ void page_word_kernel(Array<std::uint64_t> a, std::uint64_t pages, un
     if (a.get(t * kWords + word) != t * kWords + word) atomicAdd(bad, 1ull);
 }
 
+// One thread reads element i through get().
+__global__ void one_word_kernel(Array<std::uint64_t> a, std::uint64_t i, unsigned long long* bad) {
+    if (a.get(i) != i) atomicAdd(bad, 1ull);
+}
+
 // umem-sparse-bench's element kernel, its shape kept (16 reads a thread, summed, unrolled, indices loaded four
 // at a time; with run > 1, runs of adjacent elements), over a skewed stream: a warp's reads mix hits, misses
 // and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index). run 0: single
@@ -496,6 +501,37 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     step(376, false);  // byte 3008, the same chunk: odd pages hit, even pages fill it
     const unsigned words = static_cast<unsigned>(r.chunk / 8);
     for (unsigned w = 0; w < kWords; w += words) step(w, false);  // every chunk: the pages whole
+    r.bad = bad.get();
+    return r;
+}
+
+SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims) {
+    const std::uint64_t pages = 2 * frames;
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.page_size = 4096;
+    c.frames = frames;
+    c.admission = Admission::migrate;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    const Array<std::uint64_t> a(pager.view(), pager.ring());
+    Counter bad;
+    const unsigned blocks = static_cast<unsigned>((frames + 255) / 256);
+    for (int pass = 0; pass < 2; ++pass) {  // fills, then hits: every frame referenced
+        page_word_kernel<<<blocks, 256>>>(a, frames, 7, false, bad.p);
+        ck(cudaDeviceSynchronize(), "page word kernel");
+    }
+    SweepSteps r;
+    for (std::uint64_t k = 0; k <= claims; ++k) {
+        const Stats before = pager.stats();
+        one_word_kernel<<<1, 1>>>(a, (frames + k) * kWords + 7, bad.p);
+        ck(cudaDeviceSynchronize(), "one word kernel");
+        const Stats after = pager.stats();
+        Stats d;
+        for (unsigned i = 0; i < c_count_; ++i) d.value[i] = after.value[i] - before.value[i];
+        r.reads.push_back(d);
+    }
     r.bad = bad.get();
     return r;
 }

@@ -69,6 +69,15 @@ struct PartialHits {
 };
 PartialHits run_partial_page_hits(std::uint64_t pages);
 
+// The eviction hand's bound on the GPU: 4 KiB pages, `frames` frames filled by pages [0, frames) and then all hit
+// (every reference bit set); then one thread at a time reads page frames + k, k = 0..claims. Per lone read, the
+// counters' change; the words read wrong.
+struct SweepSteps {
+    std::uint64_t bad = 0;
+    std::vector<Stats> reads;  // counters' change across each lone read
+};
+SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims);
+
 // umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements,
 // or with run 0 single elements four at a time through get of four)
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);

@@ -94,6 +94,27 @@ TEST_CASE("lone threads' chunks at a full pool: reads of the chunk in the frame 
     CHECK(in == pages * 4096);  // every byte once
 }
 
+TEST_CASE("the eviction hand on the GPU: a claim looks at most sweep_steps frames and the next goes on from there") {
+    need_gpu();
+    // 1024 frames all referenced: each lone miss clears sweep_steps bits, reads in place and gives up; once the hand
+    // is round, the frame it cleared first is evicted. Before the bound one claim cleared all 1024 and evicted.
+    const std::uint64_t frames = 1024, claims = frames / sweep_steps;
+    const SweepSteps r = run_bounded_sweep(frames, claims);
+    CHECK(r.bad == 0);
+    REQUIRE(r.reads.size() == claims + 1);
+    for (std::uint64_t k = 0; k < claims; ++k) {
+        INFO("lone read " << k);
+        CHECK(r.reads[k][c_exhausted] == 1);
+        CHECK(r.reads[k][c_hand_steps] == sweep_steps);
+        CHECK(r.reads[k][c_read_through] == 1);
+        CHECK(r.reads[k][c_evictions] == 0);
+    }
+    CHECK(r.reads[claims][c_exhausted] == 0);
+    CHECK(r.reads[claims][c_evictions] == 1);
+    CHECK(r.reads[claims][c_fills] == 1);
+    CHECK(r.reads[claims][c_hand_steps] == 1);
+}
+
 TEST_CASE("warps read and update 256-byte rows paged as 256-byte pages, 1, 4 or 16 at once, every word exact") {
     need_gpu();
     const std::uint64_t blocks = 2048, rows = blocks * 16;  // 8 MiB
