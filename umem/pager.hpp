@@ -516,7 +516,7 @@ UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
 // the next claim. Two turns of a large pool were one thread's serial walk: where a kernel's reads hit nearly every
 // resident page, the claim that came to a run of them cleared them one by one, and a pass of 0.13 s took up to 3.3 s
 // (H100, 4 GiB of u64 read ten times at a 25% pool, one pass in ten: 4M steps in it). At most 256 frames a claim,
-// every pass of p128 and auto there takes 37 ms (40-55 before, with 1-2 passes in 10 of 0.11-0.48 s); at 1024, 2 in 10
+// every pass of p128 and auto there takes 37 ms (39-73 before, with 1-3 passes in 10 of 0.08-0.48 s); at 1024, 2 in 10
 // still took 0.17-0.22 s (bench/results/umem-h100-2026-11-27d.md).
 struct Claim {
     std::uint32_t frame;  // max_frames = none
