@@ -570,9 +570,9 @@ TEST_CASE("a claim looks at most sweep_steps frames; the bits it cleared stay cl
     for (std::uint64_t pg = 0; pg < frames; ++pg) p.access(pg, false);  // hits: every page referenced
     REQUIRE(p.stats()[c_hits] == frames);
     for (std::uint64_t k = 0; k < claims; ++k) {
+        INFO("claim " << k);
         auto a = p.access(frames + k, false);
         CHECK(word(a, 7) == (frames + k) * kWords + 7);  // read in place, right
-        INFO("claim " << k);
         CHECK(p.state(frames + k) == PageState::host);
         CHECK(p.stats()[c_exhausted] == k + 1);
         CHECK(p.stats()[c_hand_steps] == (k + 1) * sweep_steps);
