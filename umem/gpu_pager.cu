@@ -114,6 +114,11 @@ __global__ void look_kernel(PagerView v, std::uint64_t* out) {
     }
 }
 
+__global__ void settle_kernel(PagerView v) {
+    const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t p = blockIdx.x * blockDim.x + threadIdx.x; p < v.pages; p += threads) settle_shared(v, p);
+}
+
 // PagerView::shared, in stream order with the kernels around it.
 __global__ void publish_kernel(PagerView v, PagerView* to) { *to = v; }
 
@@ -233,7 +238,7 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
                    "umem: cudaStreamWaitEvent", "page table");
         table = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
     } else {
-        const std::uint64_t marks = start ? view_.pages * 12 : 0;  // the start's sectors and dirty blocks
+        const std::uint64_t marks = start ? view_.pages * 12 + view_.frames_n * 4ull : 0;  // sectors, dirty, slots
         table = device_alloc<std::uint64_t>((table_bytes(shift) + marks + 7) / 8, "page table", true, stream);
     }
     // One allocation, one free (each API call of a change costs 5-10 us, H200): the table (place_table); at the
@@ -241,9 +246,10 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     place_table(view_, table);
     view_.sectors = start ? view_.pte + table_bytes(shift) / 8 : nullptr;
     view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
+    view_.shared_slots = start && !view_.never_evicts() ? view_.dirty_blocks + view_.pages : nullptr;
     if (start)
-        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12, stream), "umem: cudaMemset",
-                   "partial pages' and dirty blocks");
+        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12 + view_.frames_n * 4ull, stream),
+                   "umem: cudaMemset", "partial pages' blocks, dirty blocks and shared frames' slots");
     if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
@@ -264,7 +270,19 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
 void GpuPager::decide(cudaStream_t stream) {
     if (view_.profile_decided != 0) return;
     view_.profile_decided = 1;
+    settle(stream);
     publish(stream);
+}
+
+// Frames that pages share (PagerView::shared_slots) given each to one page, where the first choice is not 128-byte
+// pages (settle_shared); after it no frame is shared. In stream order, before the view that says so is published.
+void GpuPager::settle(cudaStream_t stream) {
+    if (view_.shared_slots == nullptr) return;
+    settle_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256, 0, stream>>>(
+        view_);
+    cuda_check(cudaMemsetAsync(view_.shared_slots, 0, view_.frames_n * 4ull, stream), "umem: cudaMemset",
+               "shared frames' slots");
+    view_.shared_slots = nullptr;
 }
 
 void GpuPager::publish(cudaStream_t stream) {
@@ -313,7 +331,8 @@ const PagerView& GpuPager::view(cudaStream_t stream) {
         wanted_ = shift;
         return view_;
     }
-    view_.profile_decided = 1;  // published with the new table (layout)
+    view_.profile_decided = 1;                    // published with the new table (layout)
+    if (shift != auto_min_shift) settle(stream);  // to 128 B each shared slot becomes a frame (relay_page)
     wanted_ = 0;
     look_every_ = 1;
     const std::uint64_t was = view_.page_size();

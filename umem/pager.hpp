@@ -65,6 +65,8 @@ inline constexpr std::uint32_t no_page = 0xffffffffu;
 // A frame's owner after a change to smaller pages left it empty (a partial page's blocks nobody read):
 // the eviction hand hands it out as it finds it (claim_frame).
 inline constexpr std::uint32_t free_frame = 0xfffffffeu;
+// The owner of a frame that partial pages share (PagerView::shared_slots): the eviction hand passes it.
+inline constexpr std::uint32_t shared_frame = 0xfffffffdu;
 
 // Control words, each group on its own 128-byte line.
 inline constexpr unsigned ctl_fresh = 0;       // next never-used frame
@@ -76,6 +78,8 @@ inline constexpr unsigned ctl_words = 48;
 inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
 inline constexpr std::uint64_t free_first_steps = 64;  // claim_frame: how far the hand looks for a free frame first
 inline constexpr std::uint64_t sweep_steps = 256;      // claim_frame: the most frames one claim looks at (below)
+inline constexpr std::uint32_t share_walk = 16;        // place_shared: frames one placement looks at, ...
+inline constexpr std::uint32_t share_walk_full = 4;    // ... and once every frame was taken
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -116,6 +120,14 @@ struct PagerView {
     // Before the first choice a small access fills only its own blocks (fill_blocks), so the pool holds
     // what was read, as pages of the size to come would, and a change to it keeps exactly that.
     std::uint64_t* sectors = nullptr;
+    // [frames], at the same 4 KiB start where the pool is smaller than the array (null otherwise): the slots (1/32
+    // of the frame) of a frame that partial pages share, bit k set where one of them has its block k in slot k; 0 for
+    // a frame that is not shared. Before the first choice, while the tally says 128-byte pages, a lone thread's read
+    // fills its block into a shared frame (place_shared), so a 4 KiB frame holds up to 32 pages' blocks, as 128-byte
+    // frames would, and a hit's address is still the frame's plus the offset in the page. Shared frames are not
+    // evicted; the change to 128-byte pages makes each slot a frame of its own (relay_page), any other choice settles
+    // them first (settle_shared).
+    std::uint32_t* shared_slots = nullptr;
     // [pages / 64 rounded up], set by the owner exactly where nothing is ever evicted (null elsewhere): bit p
     // set once page p is resident whole. There a page's frame is its own number (claim_frame), so a read hit
     // needs this bit and not the page's word: a bit a page stays in L2 where 8 bytes a page do not (H100,
@@ -360,6 +372,45 @@ UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_
     return m == 0 || (m & v.sub_page_blocks(j, d)) != 0;
 }
 
+// In relay_page, sub-page j (of 2^d) of `page`, which has none of its blocks in frame f: whether this page says that
+// sub-frame is free. In a frame that pages share (only ever re-laid to 128-byte pages: d = 5, a sub-page a slot)
+// the page whose block is in that slot says nothing, and of an empty slot only the page with the frame's lowest
+// slot says it, so that one writes each sub-frame's owner.
+UMEM_HD inline bool frees_sub_frame(const PagerView& from, std::uint64_t page, std::uint32_t f, std::uint32_t j,
+                                    std::uint32_t d) {
+    const std::uint32_t s = from.shared_slots == nullptr ? 0u : atom::peek(&from.shared_slots[f]);
+    if (s == 0) return true;
+    assert(d == 5 && "umem: frames that pages share are settled before a change to pages other than 128 B");
+    (void)d;
+    if ((s >> j) & 1u) return false;
+    return ((static_cast<std::uint32_t>(atom::peek(&from.sectors[page])) >> ctz64(s)) & 1u) != 0;
+}
+
+// Where the first choice is not 128-byte pages (between kernels, no access in flight): of the pages that share a
+// frame (PagerView::shared_slots), the one whose block is in the frame's lowest slot keeps it as its own frame; the
+// others go back to host memory, their blocks copied back where the page was written. The owner then clears
+// shared_slots, after every page was settled (the keeper is found through them).
+UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
+    const Pte e{atom::peek(&v.pte[page])};
+    if (e.state() != PageState::resident || !e.is(Pte::partial)) return;
+    const std::uint32_t s = atom::peek(&v.shared_slots[e.frame()]);
+    if (s == 0) return;
+    const std::uint32_t have = static_cast<std::uint32_t>(atom::peek(&v.sectors[page]));
+    if ((have >> ctz64(s)) & 1u) {
+        atom::store(&v.frame_owner[e.frame()], static_cast<std::uint32_t>(page));
+        return;
+    }
+    if (e.is(Pte::dirty))
+        for_block_runs(have, v.block_shift(), v.page_bytes(page), [&](std::uint32_t off, std::uint32_t n) {
+            const auto* src = reinterpret_cast<const std::uint64_t*>(v.frame_data(e.frame()) + off);
+            auto* dst = reinterpret_cast<std::uint64_t*>(v.host_page(page) + off);
+            for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
+        });
+    atom::store(&v.sectors[page], std::uint64_t{0});
+    if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);
+    atom::store(&v.pte[page], e.word & Pte::touched);  // host, nothing held between kernels
+}
+
 // Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
 // 1 << from.page_shift bytes is frames f << d .. (f << d) + 2^d - 1 of pages of 1 << to.page_shift
 // (d the difference; the same bytes), so sub-page j of a resident page stays resident in frame
@@ -382,8 +433,8 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
         missing = sub & ~valid;
     }
-    if (valid == 0) {  // host too, its frame free
-        to.frame_owner[f] = free_frame;
+    if (valid == 0) {  // host too, its frame free unless another page's block is there
+        if (frees_sub_frame(from, q >> d, e.frame(), j, d)) to.frame_owner[f] = free_frame;
         return;
     }
     for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
@@ -496,6 +547,56 @@ UMEM_HD inline std::uint32_t missing_blocks(const PagerView& v, std::uint64_t pa
     return need_blocks(v, page, offset, bytes) & ~have;
 }
 
+// Whether a read of `bytes` fills its blocks into a frame that pages share (PagerView::shared_slots): a lone
+// thread's element, before the first choice, in a pool smaller than the array, while the tally proposes 128-byte
+// pages. There a 4 KiB frame a block held 1/32 of what p128's pool holds: it thrashed, adaptive admission read the
+// misses in place, which left nothing in the pool, and the kernel after the change to 128 B filled it all again
+// (H100, Zipf u64 over 4 GiB at a 25% pool: second pass 204 ms against p128's 51).
+UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) {
+    if (v.shared_slots == nullptr || v.profile_decided != 0 || write || bytes >= 32) return false;
+    const std::uint64_t t[2] = {atom::peek(&v.profile[profile_tally]), atom::peek(&v.profile[profile_tally + 1])};
+    return tally_field(t, 5) >= 32ull * profile_min_regions && choose_page_shift(t, v.page_shift) == auto_min_shift;
+}
+
+// A frame for a lone read's `blocks` (adjacent) of `page` that pages share: one of the frames taken so far whose slots
+// for them are free, looked for from a place the page and block choose, else a never-used frame opened for sharing;
+// max_frames where neither is found (the access reads in place). Not from one cursor a slot: thousands of warps'
+// lanes placing at once all looked at the same frames, found them taken and opened new ones, and the pool filled at
+// 11 blocks a frame (H100, Zipf u64 over 4 GiB at a 25% pool).
+UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
+    const std::uint64_t fresh = atom::peek(&v.ctl[ctl_fresh]), end = fresh < v.frames_n ? fresh : v.frames_n;
+    if (end != 0) {
+        const std::uint64_t h = ((page << 5) + ctz64(blocks)) * 0x9e3779b97f4a7c15ull;
+        std::uint64_t f = ((h >> 32) * end) >> 32;
+        const std::uint32_t walk = fresh < v.frames_n ? share_walk : share_walk_full;
+        for (std::uint32_t i = 0; i < walk; ++i, f = f + 1 == end ? 0 : f + 1) {
+            std::uint32_t s = atom::peek(&v.shared_slots[f]);  // 0: a frame of its page's own
+            while (s != 0 && (s & blocks) == 0)
+                if (atom::cas(&v.shared_slots[f], s, s | blocks)) return static_cast<std::uint32_t>(f);
+        }
+    }
+    if (fresh < v.frames_n) {
+        const std::uint64_t n = atom::fetch_add(&v.ctl[ctl_fresh], std::uint64_t{1});
+        if (n < v.frames_n) {
+            atom::store(&v.shared_slots[n], blocks);
+            atom::store(&v.frame_owner[n], shared_frame);
+            return static_cast<std::uint32_t>(n);
+        }
+    }
+    return Pte::max_frames;
+}
+
+// A partial page's frame that pages share: claims the slots of `blocks` there (the page claimed them in its sectors
+// already). False where one is another page's: the access reads in place.
+UMEM_HD inline bool claim_slots(const PagerView& v, std::uint32_t frame, std::uint32_t blocks) {
+    if (v.shared_slots == nullptr) return true;
+    std::uint32_t s = atom::peek(&v.shared_slots[frame]);
+    if (s == 0) return true;  // the page's own frame
+    while ((s & blocks) == 0)
+        if (atom::cas(&v.shared_slots[frame], s, s | blocks)) return true;
+    return false;
+}
+
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
     switch (v.admission) {
         case Admission::migrate:
@@ -570,7 +671,7 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, std::uint64_t page, unsigne
             free_first = false;  // free frames are rare now: CLOCK from here on, for every claim
             atom::store(&v.ctl[ctl_free_first], std::uint64_t{0});
         }
-        if (page == no_page) continue;
+        if (page >= v.pages) continue;  // never used, or shared (place_shared)
         std::uint64_t* slot = &v.pte[page];
         Pte e{atom::peek(slot)};
         // The PTE is the truth: frame_owner may be stale, the PTE says whether f holds `page`.
@@ -696,7 +797,15 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                     std::uint64_t expected = w;
                     if (mine != 0 && atom::cas(&v.sectors[page], expected, w | std::uint64_t{mine} << 32)) {
                         v.count(shard, c_faults);
-                        return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
+                        if (claim_slots(v, e.frame(), mine))
+                            return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
+                        // Another page's blocks are in those slots (a shared frame): read or write in place, as
+                        // the access would have if the page were not resident. Nothing else can bring those blocks
+                        // in while the frame is shared, so the host's bytes are the page's.
+                        atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
+                        if (write) atom::fetch_add(slot, Pte::writer_one - Pte::pin_one);  // as held() says
+                        v.count(shard, c_read_through);
+                        return {Step::host, 0, no_page, 0, 0};
                     }
                     atom::fetch_sub(slot, Pte::pin_one);
                     return {Step::wait, 0, no_page, 0, 0};
@@ -716,9 +825,17 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
             e.word += Pte::pin_one;  // the word as our pin left it
             if (admit(v, page, e)) {
                 if (begin_migration(slot, e)) {
+                    const std::uint32_t blocks = need_blocks(v, page, offset, bytes);
+                    if (blocks != v.page_blocks(page) && shares(v, bytes, write)) {
+                        const std::uint32_t f = place_shared(v, page, blocks);
+                        if (f != Pte::max_frames) return {Step::fill, f, no_page, 0, blocks};
+                        v.count(shard, c_exhausted);
+                        atom::fetch_add(slot, Pte::pin_one - 1);  // as below
+                        v.count(shard, c_read_through);
+                        return {Step::host, 0, no_page, 0, 0};
+                    }
                     Claim c = claim_frame(v, page, shard);
-                    if (c.frame != Pte::max_frames)
-                        return {Step::fill, c.frame, c.victim, c.victim_blocks, need_blocks(v, page, offset, bytes)};
+                    if (c.frame != Pte::max_frames) return {Step::fill, c.frame, c.victim, c.victim_blocks, blocks};
                     // No frame: back to host (migrating 1 -> host 0) with our pin again; read in place.
                     atom::fetch_add(slot, Pte::pin_one - 1);
                 }
@@ -779,7 +896,8 @@ UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bo
 UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool demand,
                                 std::uint32_t blocks, unsigned shard) {
     const bool pin = demand && !v.never_evicts(), partial = blocks != v.page_blocks(page);
-    atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
+    if (v.shared_slots == nullptr || atom::peek(&v.shared_slots[frame]) == 0)  // a shared frame keeps its owner
+        atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
     if (partial) atom::store(&v.sectors[page], blocks | (std::uint64_t{blocks} << 32));  // before the PTE says so
     // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.
     std::uint64_t delta = 1 + (static_cast<std::uint64_t>(frame) << Pte::frame_shift) + (pin ? Pte::pin_one : 0) +

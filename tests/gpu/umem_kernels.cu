@@ -537,7 +537,7 @@ SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims) {
 }
 
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels, bool pairs) {
+                                 bool divergent, int kernels, bool pairs, KernelSeen* seen) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     // Half the reads from 64 hot pages, half anywhere; a run's last element stays in the array.
@@ -581,6 +581,10 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
         ck(cudaDeviceSynchronize(), "element stream kernel");
         ck(cudaMemcpy(got.data(), sums, threads * 8, cudaMemcpyDeviceToHost), "read sums");
         for (std::uint64_t t = 0; t < threads; ++t) bad += got[t] != want[t];
+        if (seen != nullptr) {
+            seen->page_size.push_back(pager.page_size());
+            seen->stats.push_back(pager.stats());
+        }
     }
     cudaFree(didx);
     cudaFree(sums);

@@ -84,8 +84,13 @@ SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims);
 // with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
 // whose sum was wrong, over all kernels. With `pairs`, elements of 16 bytes (the same pager's Array as pairs of
 // words, one get() each) in runs of `run`.
+// `seen`, where given: each kernel's page size and the pager's counters after it (cumulative).
+struct KernelSeen {
+    std::vector<std::uint64_t> page_size;
+    std::vector<Stats> stats;
+};
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels, bool pairs = false);
+                                 bool divergent, int kernels, bool pairs = false, KernelSeen* seen = nullptr);
 
 // Warps page an array through umem's NIC engine (NicMover, nic::LoopbackQueue) with `queues` queue pairs
 // served by software ports on a CPU thread (tests/support/fake_loopback_port.hpp): the GPU side of the

@@ -1,6 +1,7 @@
 // umem on a real GPU: warps run the paging protocol against each other with both engines, every
 // admission policy and pools from ample to nearly empty; host memory is checked word by word.
 #include <catch2/catch_test_macros.hpp>
+#include <tuple>
 
 #include "umem_kernels.hpp"
 
@@ -61,6 +62,33 @@ TEST_CASE(
         CHECK(run_element_stream(16384, frames, 262144, 4, false, 2) == 0);
         CHECK(run_element_stream(16384, frames, 262144, 0, false, 3) == 0);  // Array::get of four
         CHECK(run_element_stream(16384, frames, 262144, 1, true, 2) == 0);
+    }
+}
+
+TEST_CASE("lone threads' first kernel at a quarter pool shares frames, a block a slot; then 128 B or settled, exact") {
+    need_gpu();
+    // Lone elements at a quarter pool: the tally soon proposes 128 B, and from then on each miss fills its block
+    // into a frame that pages share. So the first kernel fills more blocks than the pool has frames. Sparse reads (256
+    // MiB, 1M reads) then change to 128 B, each slot a frame of its own (relay_page); dense ones (64 MiB, 4M reads:
+    // most blocks read) keep 4 KiB, each shared frame given to one page (settle_shared). Every sum of the three kernels
+    // is checked.
+    for (const auto& [pages, threads, after] :
+         {std::tuple{65536ull, 65536ull, 128ull}, {16384ull, 262144ull, 4096ull}}) {
+        INFO(pages << " pages, " << threads * 16 << " reads");
+        const std::uint64_t frames = pages / 4;
+        KernelSeen seen;
+        CHECK(run_element_stream(pages, frames, threads, 1, false, 3, false, &seen) == 0);
+        REQUIRE(seen.stats.size() == 3);
+        const Stats& first = seen.stats[0];
+        INFO("first kernel: fills " << first[c_fills] << ", evictions " << first[c_evictions] << ", bytes in "
+                                    << first[c_bytes_in]);
+        CHECK(seen.page_size[0] == 4096);
+        // Sparse: nothing evicted. Dense: the tally proposes 4 KiB before the kernel ends, and the misses after that
+        // take frames of their own (claim_frame), evicting once the pool is full.
+        if (after == 128) CHECK(first[c_evictions] == 0);
+        CHECK(first[c_fills] > 4 * frames);
+        CHECK(first[c_bytes_in] == first[c_fills] * 128);  // a block each
+        CHECK(seen.page_size[1] == after);
     }
 }
 

@@ -1148,6 +1148,275 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     CHECK(data[1 * kWords + 129] == 1 * kWords + 129);
 }
 
+// An automatic pager's 4 KiB start over a pool smaller than the array, with frames that pages share and a tally
+// that proposes 128-byte pages (16 sampled regions, one block read in each).
+struct SharingStart : AutomaticStart {
+    std::vector<std::uint32_t> shared;
+    SharingStart(std::uint64_t pages, std::uint64_t frames) : AutomaticStart(pages, frames, Admission::adaptive) {
+        shared.assign(view.frames_n, 0);
+        view.shared_slots = shared.data();
+        std::uint64_t t[2];
+        region_tally(1u, t);
+        slots[profile_tally] = 16 * t[0];
+        slots[profile_tally + 1] = 16 * t[1];
+    }
+};
+
+// Reads word w of `page` as a lone thread's 8-byte element: where it was read from, and the word.
+std::pair<const std::byte*, std::uint64_t> read_lone(const PagerView& v, std::uint64_t page, std::uint64_t w) {
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
+    const std::uint64_t x = word(a, w);
+    release(v, page, g, a, false);
+    return {a, x};
+}
+
+TEST_CASE("before the first choice, lone reads in a pool smaller than the array share frames, a block a slot") {
+    SharingStart s(64, 4);
+    PagerView& v = s.view;
+    HostPager& p = s.pager;
+    auto frame_of = [&](std::uint64_t page) { return Pte{v.pte[page]}.frame(); };
+    // When: a lone read (under 32 bytes), before the first choice, while the tally proposes 128 B.
+    CHECK(shares(v, 8, false));
+    CHECK_FALSE(shares(v, 8, true));
+    CHECK_FALSE(shares(v, 32, false));
+    v.profile_decided = 1;
+    CHECK_FALSE(shares(v, 8, false));
+    v.profile_decided = 0;
+    const std::uint64_t t0 = s.slots[profile_tally], t1 = s.slots[profile_tally + 1];
+    std::uint64_t dense[2];
+    region_tally(0xffffffffu, dense);  // 16 regions read whole: the tally proposes 4 KiB
+    s.slots[profile_tally] = 16 * dense[0];
+    s.slots[profile_tally + 1] = 16 * dense[1];
+    CHECK_FALSE(shares(v, 8, false));
+    s.slots[profile_tally] = t0;
+    s.slots[profile_tally + 1] = t1;
+    // Pages 0, 1 and 2 read in blocks 0, 1 and 2: one frame holds the three, each block in its own slot.
+    for (std::uint64_t k = 0; k < 3; ++k) {
+        INFO("page " << k);
+        const auto [at, x] = read_lone(v, k, 16 * k);
+        CHECK(x == k * kWords + 16 * k);
+        CHECK(at == v.frame_data(0));
+        CHECK(Pte{v.pte[k]}.is(Pte::partial));
+        CHECK(static_cast<std::uint32_t>(s.sectors[k]) == 1u << k);
+    }
+    CHECK(s.shared[0] == 0x7u);
+    CHECK(v.frame_owner[0] == shared_frame);
+    CHECK(word(v.frame_data(0), 16 * 1) == 1 * kWords + 16);
+    CHECK(word(v.frame_data(0), 16 * 2) == 2 * kWords + 32);
+    CHECK(p.stats()[c_bytes_in] == 3 * 128);
+    // Page 3's block 1: frame 0's slot 1 is page 1's, so a frame is opened for it.
+    CHECK(read_lone(v, 3, 16).second == 3 * kWords + 16);
+    CHECK(frame_of(3) == 1);
+    CHECK(s.shared[1] == 0x2u);
+    // A hit, and a later block of page 0 whose slot is free: into frame 0 beside the others.
+    const std::uint64_t hits = p.stats()[c_hits];
+    CHECK(read_lone(v, 1, 17).second == 1 * kWords + 17);
+    CHECK(p.stats()[c_hits] == hits + 1);
+    CHECK(read_lone(v, 0, 5 * 16 + 3).second == 5 * 16 + 3);
+    CHECK(frame_of(0) == 0);
+    CHECK(static_cast<std::uint32_t>(s.sectors[0]) == 0x21u);
+    CHECK(s.shared[0] == 0x27u);
+    // Page 1's block 0: the slot is page 0's. The read is served from host memory, the page stays as it was.
+    const std::uint64_t through = p.stats()[c_read_through];
+    const auto [at1, x1] = read_lone(v, 1, 3);
+    CHECK(at1 == v.host_page(1));
+    CHECK(x1 == 1 * kWords + 3);
+    CHECK(p.stats()[c_read_through] == through + 1);
+    CHECK(s.sectors[1] == (0x2ull | 0x2ull << 32));  // its claim of block 0 given back
+    CHECK(Pte{v.pte[1]}.pins() == 0);
+    // A write there goes to host memory in place, counted as a writer while it lasts.
+    {
+        ThreadGroup g{0};
+        CpuMover m;
+        std::byte* a = acquire(v, 2, true, g, m, 8, 0);
+        CHECK(a == v.host_page(2));
+        CHECK(Pte{v.pte[2]}.writers() == 1);
+        CHECK(Pte{v.pte[2]}.pins() == 0);
+        release(v, 2, g, a, true);
+        CHECK(Pte{v.pte[2]}.writers() == 0);
+        CHECK(Pte{v.pte[2]}.state() == PageState::resident);
+    }
+    // Page 10's block 1 opens frame 2; page 20, read whole, takes the last never-used frame as its own.
+    CHECK(read_lone(v, 10, 16).second == 10 * kWords + 16);
+    CHECK(frame_of(10) == 2);
+    {
+        ThreadGroup g{0};
+        CpuMover m;
+        std::byte* a = acquire(v, 20, false, g, m);
+        release(v, 20, g, a, false);
+    }
+    CHECK(frame_of(20) == 3);
+    CHECK(v.frame_owner[3] == 20);
+    CHECK(s.shared[3] == 0);
+    // No frame left with slot 1 free: page 11's block 1 is read in place, a fill given up.
+    const std::uint64_t exhausted = p.stats()[c_exhausted];
+    const auto [at11, x11] = read_lone(v, 11, 16);
+    CHECK(at11 == v.host_page(11));
+    CHECK(x11 == 11 * kWords + 16);
+    CHECK(p.stats()[c_exhausted] == exhausted + 1);
+    CHECK(Pte{v.pte[11]}.state() == PageState::host);
+    // The eviction hand passes shared frames: page 21, read whole, takes page 20's.
+    {
+        ThreadGroup g{0};
+        CpuMover m;
+        std::byte* a = acquire(v, 21, false, g, m);
+        CHECK(word(a, 7) == 21 * kWords + 7);
+        release(v, 21, g, a, false);
+    }
+    CHECK(frame_of(21) == 3);
+    CHECK(Pte{v.pte[20]}.state() == PageState::host);
+    for (std::uint64_t q : {0, 1, 2, 3, 10}) CHECK(Pte{v.pte[q]}.state() == PageState::resident);
+}
+
+// Pages 0-2 and 10 in shared frames 0 and 1 as the case above leaves them, page 1's block written in its frame.
+void share_some(SharingStart& s) {
+    for (std::uint64_t k = 0; k < 3; ++k) read_lone(s.view, k, 16 * k);
+    read_lone(s.view, 0, 5 * 16);
+    read_lone(s.view, 10, 16);  // slot 1 of frame 0 is page 1's: frame 1
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = acquire(s.view, 1, true, g, m, 8, 128);
+    REQUIRE(a == s.view.frame_data(0));
+    const std::uint64_t x = word(a, 16) + 1000;
+    std::memcpy(a + 128, &x, 8);
+    note_write(s.view, 1, 128, 8);
+    release(s.view, 1, g, a, true);
+}
+
+TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a frame of its own, the empty ones free") {
+    SharingStart s(64, 4);
+    const PagerView& from = s.view;
+    share_some(s);
+    for (bool backwards : {false, true}) {  // every sub-frame's owner is written once: the order does not matter
+        INFO((backwards ? "pages last to first" : "pages first to last"));
+        Relaid r(from, 7);
+        const PagerView& to = r.view;
+        for (std::uint64_t i = 0; i < to.pages; ++i) relay_page(from, to, backwards ? to.pages - 1 - i : i);
+        // Frame 0: page 0's blocks 0 and 5, page 1's block 1, page 2's block 2; frame 1: page 10's block 1.
+        const std::map<std::uint32_t, std::uint64_t> kept = {{0, 0}, {5, 5}, {1, 32 + 1}, {2, 64 + 2}, {33, 320 + 1}};
+        for (std::uint32_t f = 0; f < 64; ++f) {
+            INFO("frame " << f);
+            const auto k = kept.find(f);
+            CHECK(r.owner[f] == (k != kept.end() ? k->second : free_frame));
+        }
+        for (const auto& [f, q] : kept) {
+            INFO("sub-page " << q);
+            const Pte n{r.pte[q]};
+            CHECK(n.state() == PageState::resident);
+            CHECK(n.frame() == f);
+            CHECK(n.is(Pte::dirty) == (q == 33));
+            CHECK(word(to.frame_data(f), 0) == (q == 33 ? 1 * kWords + 16 + 1000 : q * 16));
+        }
+        std::uint64_t resident = 0;
+        for (std::uint64_t q = 0; q < to.pages; ++q) resident += Pte{r.pte[q]}.state() == PageState::resident;
+        CHECK(resident == kept.size());
+    }
+}
+
+TEST_CASE("another first choice gives each shared frame to the page of its lowest slot, the others written back") {
+    SharingStart s(64, 4);
+    PagerView& v = s.view;
+    share_some(s);
+    for (std::uint64_t q = 0; q < v.pages; ++q) settle_shared(v, q);
+    CHECK(v.frame_owner[0] == 0);   // page 0 has slot 0
+    CHECK(v.frame_owner[1] == 10);  // the only page there
+    for (std::uint64_t q : {1, 2}) {
+        INFO("page " << q);
+        CHECK(Pte{v.pte[q]}.state() == PageState::host);
+        CHECK(s.sectors[q] == 0);
+        CHECK(s.marks[q] == 0);
+    }
+    CHECK(s.data[1 * kWords + 16] == 1 * kWords + 16 + 1000);  // page 1's write, copied back
+    CHECK(s.data[1 * kWords + 17] == 1 * kWords + 17);
+    CHECK(Pte{v.pte[0]}.state() == PageState::resident);
+    CHECK(Pte{v.pte[10]}.state() == PageState::resident);
+    // With the slots cleared (GpuPager::settle) the frames are their pages' own: page 0 grows in place.
+    std::fill(s.shared.begin(), s.shared.end(), 0u);
+    v.shared_slots = nullptr;
+    v.profile_decided = 1;
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = acquire(v, 0, false, g, m, 8, 8);  // block 0: in
+    CHECK(a == v.frame_data(0));
+    release(v, 0, g, a, false);
+    a = acquire(v, 0, false, g, m, 8, 128 + 8);  // block 1, page 1's slot before: the whole page now
+    CHECK(a == v.frame_data(0));
+    CHECK(word(a, 17) == 17);
+    release(v, 0, g, a, false);
+}
+
+TEST_CASE(
+    "threads reading lone elements through shared frames, and writing, stay exact; the change to 128 B keeps it") {
+    const std::uint64_t pages = 64;
+    SharingStart s(pages, 6);
+    PagerView& v = s.view;
+    constexpr unsigned threads = 8;
+    std::vector<std::uint64_t> bad(threads, 0);
+    std::vector<std::thread> ts;
+    // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (an exclusive frame: a
+    // write does not share), whose slot readers' blocks want too.
+    for (unsigned t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            std::mt19937_64 rng(t + 1);
+            ThreadGroup g{t};
+            CpuMover m;
+            for (int i = 0; i < 3000; ++i) {
+                const std::uint64_t page = rng() % pages, w = rng() % kWords;
+                if (i % 10 == 0) {
+                    const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
+                    std::byte* a = acquire(v, wp, true, g, m, 8, ww * 8);
+                    const std::uint64_t x = ~(wp * kWords + ww);
+                    std::memcpy(a + ww * 8, &x, 8);
+                    if (a != v.host_page(wp)) note_write(v, wp, ww * 8, 8);
+                    release(v, wp, g, a, true);
+                    continue;
+                }
+                std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
+                const std::uint64_t x = word(a, w), want = page * kWords + w;
+                bad[t] += x != want && !(page % 2 == 0 && page / 2 < threads && w == 8 * page + 3 && x == ~want);
+                release(v, page, g, a, false);
+            }
+        });
+    for (auto& t : ts) t.join();
+    for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
+    // No slot is two pages', and each page's blocks are in its frame's slots.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> slot_of;
+    std::uint64_t in_shared = 0;
+    for (std::uint64_t q = 0; q < pages; ++q) {
+        const Pte e{v.pte[q]};
+        CHECK(e.pins() == 0);
+        CHECK(e.writers() == 0);
+        if (e.state() != PageState::resident || s.shared[e.frame()] == 0) continue;
+        const std::uint32_t have = static_cast<std::uint32_t>(s.sectors[q]);
+        CHECK((have & ~s.shared[e.frame()]) == 0);
+        for (std::uint32_t k = 0; k < 32; ++k)
+            if ((have >> k) & 1u) CHECK(slot_of.emplace(std::pair{e.frame(), k}, q).second);
+        ++in_shared;
+    }
+    CHECK(in_shared > 6);  // more pages than frames: they shared
+    // The change to 128 B: every resident sub-page has a frame nobody else has, free frames hold none, and the data
+    // is what it was (written words as written, once flushed).
+    Relaid r(v, 7);
+    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    std::map<std::uint32_t, std::uint64_t> frame_of;
+    for (std::uint64_t q = 0; q < r.view.pages; ++q) {
+        const Pte e{r.pte[q]};
+        if (e.state() != PageState::resident) continue;
+        CHECK(frame_of.emplace(e.frame(), q).second);
+        CHECK(r.owner[e.frame()] == q);
+    }
+    for (std::uint32_t f = 0; f < r.view.frames_n; ++f) CHECK((r.owner[f] == free_frame) != frame_of.contains(f));
+    ThreadGroup g{0};
+    CpuMover m;
+    flush_all(r.view, g, m);
+    for (unsigned t = 0; t < threads; ++t) {
+        const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
+        CHECK(s.data[wp * kWords + ww] == ~(wp * kWords + ww));
+    }
+}
+
 TEST_CASE("where nothing is ever evicted a page's frame is its own, and a read hit needs only the page's bit") {
     const std::uint64_t pages = 16;
     std::vector<std::uint64_t> data = numbered(pages);
