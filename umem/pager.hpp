@@ -392,10 +392,12 @@ UMEM_HD inline bool frees_sub_frame(const PagerView& from, std::uint64_t page, s
 // shared_slots, after every page was settled (the keeper is found through them).
 UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
     const Pte e{atom::peek(&v.pte[page])};
-    if (e.state() != PageState::resident || !e.is(Pte::partial)) return;
+    if (e.state() != PageState::resident) return;
     const std::uint32_t s = atom::peek(&v.shared_slots[e.frame()]);
     if (s == 0) return;
-    const std::uint32_t have = static_cast<std::uint32_t>(atom::peek(&v.sectors[page]));
+    // A page that came to have every slot is whole, and alone there.
+    const std::uint32_t have =
+        e.is(Pte::partial) ? static_cast<std::uint32_t>(atom::peek(&v.sectors[page])) : v.page_blocks(page);
     if ((have >> ctz64(s)) & 1u) {
         atom::store(&v.frame_owner[e.frame()], static_cast<std::uint32_t>(page));
         return;

@@ -1319,9 +1319,14 @@ TEST_CASE("another first choice gives each shared frame to the page of its lowes
     SharingStart s(64, 4);
     PagerView& v = s.view;
     share_some(s);
+    // Page 10, alone in frame 1, reads every block: it comes to have every slot, and is whole.
+    for (std::uint64_t k = 0; k < 32; ++k) CHECK(read_lone(v, 10, 16 * k + 1).second == 10 * kWords + 16 * k + 1);
+    REQUIRE(Pte{v.pte[10]}.frame() == 1);
+    CHECK_FALSE(Pte{v.pte[10]}.is(Pte::partial));
+    CHECK(s.shared[1] == 0xffffffffu);
     for (std::uint64_t q = 0; q < v.pages; ++q) settle_shared(v, q);
     CHECK(v.frame_owner[0] == 0);   // page 0 has slot 0
-    CHECK(v.frame_owner[1] == 10);  // the only page there
+    CHECK(v.frame_owner[1] == 10);  // the only page there, whole
     for (std::uint64_t q : {1, 2}) {
         INFO("page " << q);
         CHECK(Pte{v.pte[q]}.state() == PageState::host);
