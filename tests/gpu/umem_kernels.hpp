@@ -78,17 +78,18 @@ struct SweepSteps {
 };
 SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims);
 
+// Each kernel's page size and the pager's counters after it (cumulative): run_element_stream's `seen`.
+struct KernelSeen {
+    std::vector<std::uint64_t> page_size;
+    std::vector<Stats> stats;
+};
+
 // umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements,
 // or with run 0 single elements four at a time through get of four)
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);
 // with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
 // whose sum was wrong, over all kernels. With `pairs`, elements of 16 bytes (the same pager's Array as pairs of
-// words, one get() each) in runs of `run`.
-// `seen`, where given: each kernel's page size and the pager's counters after it (cumulative).
-struct KernelSeen {
-    std::vector<std::uint64_t> page_size;
-    std::vector<Stats> stats;
-};
+// words, one get() each) in runs of `run`. `seen`, where given, gets what each kernel saw.
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
                                  bool divergent, int kernels, bool pairs = false, KernelSeen* seen = nullptr);
 

@@ -68,10 +68,11 @@ TEST_CASE(
 TEST_CASE("lone threads' first kernel at a quarter pool shares frames, a block a slot; then 128 B or settled, exact") {
     need_gpu();
     // Lone elements at a quarter pool: the tally soon proposes 128 B, and from then on each miss fills its block
-    // into a frame that pages share. So the first kernel fills more blocks than the pool has frames. Sparse reads (256
-    // MiB, 1M reads) then change to 128 B, each slot a frame of its own (relay_page); dense ones (64 MiB, 4M reads:
-    // most blocks read) keep 4 KiB, each shared frame given to one page (settle_shared). Every sum of the three kernels
-    // is checked.
+    // into a frame that pages share. So the first kernel fills more blocks than the pool has frames.
+    // - Sparse reads (256 MiB, 1M reads) then change to 128 B, each slot a frame of its own (relay_page).
+    // - Dense ones (64 MiB, 4M reads: most blocks read) keep 4 KiB, each shared frame given to one page
+    //   (settle_shared).
+    // Every sum of the three kernels is checked.
     for (const auto& [pages, threads, after] :
          {std::tuple{65536ull, 65536ull, 128ull}, {16384ull, 262144ull, 4096ull}}) {
         INFO(pages << " pages, " << threads * 16 << " reads");
