@@ -114,6 +114,11 @@ __global__ void look_kernel(PagerView v, std::uint64_t* out) {
     }
 }
 
+// Blocks of 256 threads for a kernel with a thread a page (grid-stride beyond 8192 blocks).
+unsigned per_page_grid(std::uint64_t pages) {
+    return static_cast<unsigned>(std::min<std::uint64_t>((pages + 255) / 256, 8192));
+}
+
 __global__ void settle_kernel(PagerView v) {
     const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
     for (std::uint64_t p = blockIdx.x * blockDim.x + threadIdx.x; p < v.pages; p += threads) settle_shared(v, p);
@@ -253,8 +258,7 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
-        relay_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256, 0,
-                       stream>>>(old, view_);
+        relay_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(old, view_);
     } else {
         cuda_check(cudaMemsetAsync(view_.ctl, 0, ctl_words * 8, stream), "umem: cudaMemset", "control words");
         if (view_.profile != nullptr)
@@ -278,8 +282,7 @@ void GpuPager::decide(cudaStream_t stream) {
 // pages (settle_shared); after it no frame is shared. In stream order, before the view that says so is published.
 void GpuPager::settle(cudaStream_t stream) {
     if (view_.shared_slots == nullptr) return;
-    settle_kernel<<<static_cast<unsigned>(std::min<std::uint64_t>((view_.pages + 255) / 256, 8192)), 256, 0, stream>>>(
-        view_);
+    settle_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(view_);
     cuda_check(cudaMemsetAsync(view_.shared_slots, 0, view_.frames_n * 4ull, stream), "umem: cudaMemset",
                "shared frames' slots");
     view_.shared_slots = nullptr;

@@ -372,6 +372,19 @@ UMEM_HD inline bool written(const PagerView& v, std::uint64_t page, std::uint32_
     return m == 0 || (m & v.sub_page_blocks(j, d)) != 0;
 }
 
+// n bytes (a multiple of 8) copied word by word, between kernels (relay_page, settle_shared).
+UMEM_HD inline void copy_words(std::byte* dst, const std::byte* src, std::uint32_t n) {
+    auto* d = reinterpret_cast<std::uint64_t*>(dst);
+    const auto* s = reinterpret_cast<const std::uint64_t*>(src);
+    for (std::uint32_t i = 0; i < n / 8; ++i) d[i] = s[i];
+}
+
+// Of the pages that share a frame whose taken slots are `slots`, whether the one whose blocks in it are `have` is the
+// one that speaks for the frame: the page with its lowest slot.
+UMEM_HD inline bool holds_lowest_slot(std::uint32_t slots, std::uint32_t have) {
+    return ((have >> ctz64(slots)) & 1u) != 0;
+}
+
 // In relay_page, sub-page j (of 2^d) of `page`, which has none of its blocks in frame f: whether this page says that
 // sub-frame is free. In a frame that pages share (only ever re-laid to 128-byte pages: d = 5, a sub-page a slot)
 // the page whose block is in that slot says nothing, and of an empty slot only the page with the frame's lowest
@@ -383,7 +396,7 @@ UMEM_HD inline bool frees_sub_frame(const PagerView& from, std::uint64_t page, s
     assert(d == 5 && "umem: frames that pages share are settled before a change to pages other than 128 B");
     (void)d;
     if ((s >> j) & 1u) return false;
-    return ((static_cast<std::uint32_t>(atom::peek(&from.sectors[page])) >> ctz64(s)) & 1u) != 0;
+    return holds_lowest_slot(s, static_cast<std::uint32_t>(atom::peek(&from.sectors[page])));
 }
 
 // Where the first choice is not 128-byte pages (between kernels, no access in flight): of the pages that share a
@@ -398,15 +411,13 @@ UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
     // A page that came to have every slot is whole, and alone there.
     const std::uint32_t have =
         e.is(Pte::partial) ? static_cast<std::uint32_t>(atom::peek(&v.sectors[page])) : v.page_blocks(page);
-    if ((have >> ctz64(s)) & 1u) {
+    if (holds_lowest_slot(s, have)) {
         atom::store(&v.frame_owner[e.frame()], static_cast<std::uint32_t>(page));
         return;
     }
     if (e.is(Pte::dirty))
         for_block_runs(have, v.block_shift(), v.page_bytes(page), [&](std::uint32_t off, std::uint32_t n) {
-            const auto* src = reinterpret_cast<const std::uint64_t*>(v.frame_data(e.frame()) + off);
-            auto* dst = reinterpret_cast<std::uint64_t*>(v.host_page(page) + off);
-            for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
+            copy_words(v.host_page(page) + off, v.frame_data(e.frame()) + off, n);
         });
     atom::store(&v.sectors[page], std::uint64_t{0});
     if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);
@@ -440,9 +451,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         return;
     }
     for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
-        auto* dst = reinterpret_cast<std::uint64_t*>(from.frame_data(e.frame()) + off);
-        const auto* src = reinterpret_cast<const std::uint64_t*>(from.host_page(q >> d) + off);
-        for (std::uint32_t i = 0; i < n / 8; ++i) dst[i] = src[i];
+        copy_words(from.frame_data(e.frame()) + off, from.host_page(q >> d) + off, n);
     });
     std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
                       (static_cast<std::uint64_t>(f) << Pte::frame_shift);
@@ -549,6 +558,16 @@ UMEM_HD inline std::uint32_t missing_blocks(const PagerView& v, std::uint64_t pa
     return need_blocks(v, page, offset, bytes) & ~have;
 }
 
+// A never-used frame (ctl_fresh), or max_frames once every frame was taken.
+UMEM_HD inline std::uint32_t take_fresh(const PagerView& v) {
+    std::uint64_t* fresh = &v.ctl[ctl_fresh];
+    if (atom::peek(fresh) < v.frames_n) {
+        const std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
+        if (f < v.frames_n) return static_cast<std::uint32_t>(f);
+    }
+    return Pte::max_frames;
+}
+
 // Whether a read of `bytes` fills its blocks into a frame that pages share (PagerView::shared_slots): a lone
 // thread's element, before the first choice, in a pool smaller than the array, while the tally proposes 128-byte
 // pages. There a 4 KiB frame a block held 1/32 of what p128's pool holds: it thrashed, adaptive admission read the
@@ -577,15 +596,12 @@ UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page
                 if (atom::cas(&v.shared_slots[f], s, s | blocks)) return static_cast<std::uint32_t>(f);
         }
     }
-    if (fresh < v.frames_n) {
-        const std::uint64_t n = atom::fetch_add(&v.ctl[ctl_fresh], std::uint64_t{1});
-        if (n < v.frames_n) {
-            atom::store(&v.shared_slots[n], blocks);
-            atom::store(&v.frame_owner[n], shared_frame);
-            return static_cast<std::uint32_t>(n);
-        }
+    const std::uint32_t n = take_fresh(v);
+    if (n != Pte::max_frames) {
+        atom::store(&v.shared_slots[n], blocks);
+        atom::store(&v.frame_owner[n], shared_frame);
     }
-    return Pte::max_frames;
+    return n;
 }
 
 // A partial page's frame that pages share: claims the slots of `blocks` there (the page claimed them in its sectors
@@ -636,15 +652,11 @@ UMEM_HD inline std::uint32_t data_blocks(const PagerView& v, std::uint64_t page,
 // page's word (PagerView::whole), and a change to smaller pages keeps it so (relay_page). ctl_fresh still
 // counts the frames taken.
 UMEM_HD inline Claim claim_frame(const PagerView& v, std::uint64_t page, unsigned shard) {
-    std::uint64_t* fresh = &v.ctl[ctl_fresh];
     if (v.never_evicts()) {
-        atom::count(fresh, std::uint64_t{1});
+        atom::count(&v.ctl[ctl_fresh], std::uint64_t{1});
         return {static_cast<std::uint32_t>(page), no_page, 0};
     }
-    if (atom::peek(fresh) < v.frames_n) {
-        std::uint64_t f = atom::fetch_add(fresh, std::uint64_t{1});
-        if (f < v.frames_n) return {static_cast<std::uint32_t>(f), no_page, 0};
-    }
+    if (const std::uint32_t f = take_fresh(v); f != Pte::max_frames) return {f, no_page, 0};
     // The owner and PTE are read relaxed (on a GPU an acquire load costs more, and a sweep makes
     // many): the CAS below checks what they said.
     std::uint64_t* hand = &v.ctl[ctl_hand];
