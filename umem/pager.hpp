@@ -78,8 +78,7 @@ inline constexpr unsigned ctl_words = 48;
 inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
 inline constexpr std::uint64_t free_first_steps = 64;  // claim_frame: how far the hand looks for a free frame first
 inline constexpr std::uint64_t sweep_steps = 256;      // claim_frame: the most frames one claim looks at (below)
-inline constexpr std::uint32_t share_walk = 16;        // place_shared: frames one placement looks at, ...
-inline constexpr std::uint32_t share_walk_full = 4;    // ... and once every frame was taken
+inline constexpr std::uint32_t share_walk = 4;         // place_shared: frames one placement looks at
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -579,29 +578,32 @@ UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) 
     return tally_field(t, 5) >= 32ull * profile_min_regions && choose_page_shift(t, v.page_shift) == auto_min_shift;
 }
 
-// A frame for a lone read's `blocks` (adjacent) of `page` that pages share: one of the frames taken so far whose slots
-// for them are free, looked for from a place the page and block choose, else a never-used frame opened for sharing;
-// max_frames where neither is found (the access reads in place). Not from one cursor a slot: thousands of warps'
-// lanes placing at once all looked at the same frames, found them taken and opened new ones, and the pool filled at
-// 11 blocks a frame (H100, Zipf u64 over 4 GiB at a 25% pool).
+// A frame for a lone read's `blocks` (adjacent) of `page` that pages share: a never-used frame while any is left, so
+// the pages read first (under skew the hot ones) have room to grow in a frame of their own; then one of the frames
+// taken so far whose slots for them are free, looked for from a place the page and block choose; max_frames where
+// neither is found (the access reads in place). Tried (H100, Zipf u64 over 4 GiB at a 25% pool, auto / p128 in
+// total, bench/results/umem-h100-2026-11-28.md):
+// - the frames taken so far looked at first, a never-used one opened only where none had the slot free: the first
+//   pages filled frames densely, and the hot ones among them then found their slots taken (10.4M of the first
+//   pass's 32M reads read in place; 1.66-1.68, now 1.28-1.30);
+// - one cursor a slot: thousands of lanes placing at once all looked at the same frames, found them taken and opened
+//   new ones, and the pool filled at 11 blocks a frame;
+// - where no frame is found, one the eviction hand frees opened for sharing: runs of 4 read again 2x slower.
 UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
-    const std::uint64_t fresh = atom::peek(&v.ctl[ctl_fresh]), end = fresh < v.frames_n ? fresh : v.frames_n;
-    if (end != 0) {
-        const std::uint64_t h = ((page << 5) + ctz64(blocks)) * 0x9e3779b97f4a7c15ull;
-        std::uint64_t f = ((h >> 32) * end) >> 32;
-        const std::uint32_t walk = fresh < v.frames_n ? share_walk : share_walk_full;
-        for (std::uint32_t i = 0; i < walk; ++i, f = f + 1 == end ? 0 : f + 1) {
-            std::uint32_t s = atom::peek(&v.shared_slots[f]);  // 0: a frame of its page's own
-            while (s != 0 && (s & blocks) == 0)
-                if (atom::cas(&v.shared_slots[f], s, s | blocks)) return static_cast<std::uint32_t>(f);
-        }
-    }
     const std::uint32_t n = take_fresh(v);
     if (n != Pte::max_frames) {
         atom::store(&v.shared_slots[n], blocks);
         atom::store(&v.frame_owner[n], shared_frame);
+        return n;
     }
-    return n;
+    const std::uint64_t h = ((page << 5) + ctz64(blocks)) * 0x9e3779b97f4a7c15ull;
+    std::uint64_t f = ((h >> 32) * v.frames_n) >> 32;
+    for (std::uint32_t i = 0; i < share_walk; ++i, f = f + 1 == v.frames_n ? 0 : f + 1) {
+        std::uint32_t s = atom::peek(&v.shared_slots[f]);  // 0: a frame of its page's own
+        while (s != 0 && (s & blocks) == 0)
+            if (atom::cas(&v.shared_slots[f], s, s | blocks)) return static_cast<std::uint32_t>(f);
+    }
+    return Pte::max_frames;
 }
 
 // A partial page's frame that pages share: claims the slots of `blocks` there (the page claimed them in its sectors

@@ -1192,55 +1192,30 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     CHECK_FALSE(shares(v, 8, false));
     s.slots[profile_tally] = t0;
     s.slots[profile_tally + 1] = t1;
-    // Pages 0, 1 and 2 read in blocks 0, 1 and 2: one frame holds the three, each block in its own slot.
+    // Pages 0, 1 and 2 read in blocks 0, 1 and 2: each opens a never-used frame, its block in the slot of its number.
     for (std::uint64_t k = 0; k < 3; ++k) {
         INFO("page " << k);
         const auto [at, x] = read_lone(v, k, 16 * k);
         CHECK(x == k * kWords + 16 * k);
-        CHECK(at == v.frame_data(0));
+        CHECK(at == v.frame_data(static_cast<std::uint32_t>(k)));
+        CHECK(frame_of(k) == k);
         CHECK(Pte{v.pte[k]}.is(Pte::partial));
         CHECK(static_cast<std::uint32_t>(s.sectors[k]) == 1u << k);
+        CHECK(s.shared[k] == 1u << k);
+        CHECK(v.frame_owner[k] == shared_frame);
     }
-    CHECK(s.shared[0] == 0x7u);
-    CHECK(v.frame_owner[0] == shared_frame);
-    CHECK(word(v.frame_data(0), 16 * 1) == 1 * kWords + 16);
-    CHECK(word(v.frame_data(0), 16 * 2) == 2 * kWords + 32);
+    CHECK(word(v.frame_data(1), 16 * 1) == 1 * kWords + 16);
+    CHECK(word(v.frame_data(2), 16 * 2) == 2 * kWords + 32);
     CHECK(p.stats()[c_bytes_in] == 3 * 128);
-    // Page 3's block 1: frame 0's slot 1 is page 1's, so a frame is opened for it.
-    CHECK(read_lone(v, 3, 16).second == 3 * kWords + 16);
-    CHECK(frame_of(3) == 1);
-    CHECK(s.shared[1] == 0x2u);
-    // A hit, and a later block of page 0 whose slot is free: into frame 0 beside the others.
+    // A hit, and a later block of page 0: into its frame beside the first.
     const std::uint64_t hits = p.stats()[c_hits];
     CHECK(read_lone(v, 1, 17).second == 1 * kWords + 17);
     CHECK(p.stats()[c_hits] == hits + 1);
     CHECK(read_lone(v, 0, 5 * 16 + 3).second == 5 * 16 + 3);
     CHECK(frame_of(0) == 0);
     CHECK(static_cast<std::uint32_t>(s.sectors[0]) == 0x21u);
-    CHECK(s.shared[0] == 0x27u);
-    // Page 1's block 0: the slot is page 0's. The read is served from host memory, the page stays as it was.
-    const std::uint64_t through = p.stats()[c_read_through];
-    const auto [at1, x1] = read_lone(v, 1, 3);
-    CHECK(at1 == v.host_page(1));
-    CHECK(x1 == 1 * kWords + 3);
-    CHECK(p.stats()[c_read_through] == through + 1);
-    CHECK(s.sectors[1] == (0x2ull | 0x2ull << 32));  // its claim of block 0 given back
-    CHECK(Pte{v.pte[1]}.pins() == 0);
-    // A write there goes to host memory in place, counted as a writer while it lasts.
-    {
-        ThreadGroup g{0};
-        CpuMover m;
-        std::byte* a = acquire(v, 2, true, g, m, 8, 0);
-        CHECK(a == v.host_page(2));
-        CHECK(Pte{v.pte[2]}.writers() == 1);
-        CHECK(Pte{v.pte[2]}.pins() == 0);
-        release(v, 2, g, a, true);
-        CHECK(Pte{v.pte[2]}.writers() == 0);
-        CHECK(Pte{v.pte[2]}.state() == PageState::resident);
-    }
-    // Page 10's block 1 opens frame 2; page 20, read whole, takes the last never-used frame as its own.
-    CHECK(read_lone(v, 10, 16).second == 10 * kWords + 16);
-    CHECK(frame_of(10) == 2);
+    CHECK(s.shared[0] == 0x21u);
+    // Page 20, read whole, takes the last never-used frame as its own.
     {
         ThreadGroup g{0};
         CpuMover m;
@@ -1250,7 +1225,39 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     CHECK(frame_of(20) == 3);
     CHECK(v.frame_owner[3] == 20);
     CHECK(s.shared[3] == 0);
-    // No frame left with slot 1 free: page 11's block 1 is read in place, a fill given up.
+    // Page 3's block 1, no never-used frame left: into a frame taken so far whose slot 1 is free (0 or 2).
+    CHECK(read_lone(v, 3, 16).second == 3 * kWords + 16);
+    const std::uint32_t f3 = frame_of(3);
+    REQUIRE((f3 == 0 || f3 == 2));
+    CHECK(s.shared[f3] == ((f3 == 0 ? 0x21u : 0x4u) | 0x2u));
+    CHECK(word(v.frame_data(f3), 16) == 3 * kWords + 16);
+    // The page whose frame that is wants its block 1: the slot is page 3's. The read is served from host memory, the
+    // page stays as it was.
+    const std::uint64_t q = f3;  // page 0 lives in frame 0, page 2 in frame 2
+    const std::uint32_t had = static_cast<std::uint32_t>(s.sectors[q]);
+    const std::uint64_t through = p.stats()[c_read_through];
+    const auto [atq, xq] = read_lone(v, q, 17);
+    CHECK(atq == v.host_page(q));
+    CHECK(xq == q * kWords + 17);
+    CHECK(p.stats()[c_read_through] == through + 1);
+    CHECK(s.sectors[q] == (std::uint64_t{had} | std::uint64_t{had} << 32));  // its claim of block 1 given back
+    CHECK(Pte{v.pte[q]}.pins() == 0);
+    // A write there goes to host memory in place, counted as a writer while it lasts.
+    {
+        ThreadGroup g{0};
+        CpuMover m;
+        std::byte* a = acquire(v, q, true, g, m, 8, 128);
+        CHECK(a == v.host_page(q));
+        CHECK(Pte{v.pte[q]}.writers() == 1);
+        CHECK(Pte{v.pte[q]}.pins() == 0);
+        release(v, q, g, a, true);
+        CHECK(Pte{v.pte[q]}.writers() == 0);
+        CHECK(Pte{v.pte[q]}.state() == PageState::resident);
+    }
+    // Page 10's block 1 takes the other frame with slot 1 free; then none is left: page 11's block 1 is read in place,
+    // a fill given up.
+    CHECK(read_lone(v, 10, 16).second == 10 * kWords + 16);
+    CHECK(frame_of(10) == 2 - f3);
     const std::uint64_t exhausted = p.stats()[c_exhausted];
     const auto [at11, x11] = read_lone(v, 11, 16);
     CHECK(at11 == v.host_page(11));
@@ -1267,22 +1274,30 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     }
     CHECK(frame_of(21) == 3);
     CHECK(Pte{v.pte[20]}.state() == PageState::host);
-    for (std::uint64_t q : {0, 1, 2, 3, 10}) CHECK(Pte{v.pte[q]}.state() == PageState::resident);
+    for (std::uint64_t r : {0, 1, 2, 3, 10}) CHECK(Pte{v.pte[r]}.state() == PageState::resident);
 }
 
-// Pages 0-2 and 10 in shared frames 0 and 1 as the case above leaves them, page 1's block written in its frame.
+// Four shared frames, every one taken: page 0's blocks 0 and 1 in frame 0, page 1's block 1 in frame 1, page 2's
+// blocks 1 and 2 in frame 2, page 3's block 3 and then page 10's block 1 (the only slot 1 free) in frame 3; page 3's
+// block written in its frame.
 void share_some(SharingStart& s) {
-    for (std::uint64_t k = 0; k < 3; ++k) read_lone(s.view, k, 16 * k);
-    read_lone(s.view, 0, 5 * 16);
-    read_lone(s.view, 10, 16);  // slot 1 of frame 0 is page 1's: frame 1
+    read_lone(s.view, 0, 0);
+    read_lone(s.view, 0, 16);
+    read_lone(s.view, 1, 16);
+    read_lone(s.view, 2, 32);
+    read_lone(s.view, 2, 16);
+    read_lone(s.view, 3, 48);
+    read_lone(s.view, 10, 16);
+    REQUIRE(s.shared == std::vector<std::uint32_t>{0x3u, 0x2u, 0x6u, 0xau});
+    REQUIRE(Pte{s.view.pte[10]}.frame() == 3);
     ThreadGroup g{0};
     CpuMover m;
-    std::byte* a = acquire(s.view, 1, true, g, m, 8, 128);
-    REQUIRE(a == s.view.frame_data(0));
-    const std::uint64_t x = word(a, 16) + 1000;
-    std::memcpy(a + 128, &x, 8);
-    note_write(s.view, 1, 128, 8);
-    release(s.view, 1, g, a, true);
+    std::byte* a = acquire(s.view, 3, true, g, m, 8, 3 * 128);
+    REQUIRE(a == s.view.frame_data(3));
+    const std::uint64_t x = word(a, 48) + 1000;
+    std::memcpy(a + 3 * 128, &x, 8);
+    note_write(s.view, 3, 3 * 128, 8);
+    release(s.view, 3, g, a, true);
 }
 
 TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a frame of its own, the empty ones free") {
@@ -1294,9 +1309,10 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
         Relaid r(from, 7);
         const PagerView& to = r.view;
         for (std::uint64_t i = 0; i < to.pages; ++i) relay_page(from, to, backwards ? to.pages - 1 - i : i);
-        // Frame 0: page 0's blocks 0 and 5, page 1's block 1, page 2's block 2; frame 1: page 10's block 1.
-        const std::map<std::uint32_t, std::uint64_t> kept = {{0, 0}, {5, 5}, {1, 32 + 1}, {2, 64 + 2}, {33, 320 + 1}};
-        for (std::uint32_t f = 0; f < 64; ++f) {
+        // Sub-frame 32 f + k: the block in slot k of frame f (sub-page 32 p + k of page p).
+        const std::map<std::uint32_t, std::uint64_t> kept = {{0, 0},       {1, 1},       {33, 32 + 1}, {65, 64 + 1},
+                                                             {66, 64 + 2}, {99, 96 + 3}, {97, 320 + 1}};
+        for (std::uint32_t f = 0; f < 128; ++f) {
             INFO("frame " << f);
             const auto k = kept.find(f);
             CHECK(r.owner[f] == (k != kept.end() ? k->second : free_frame));
@@ -1306,8 +1322,8 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
             const Pte n{r.pte[q]};
             CHECK(n.state() == PageState::resident);
             CHECK(n.frame() == f);
-            CHECK(n.is(Pte::dirty) == (q == 33));
-            CHECK(word(to.frame_data(f), 0) == (q == 33 ? 1 * kWords + 16 + 1000 : q * 16));
+            CHECK(n.is(Pte::dirty) == (q == 99));
+            CHECK(word(to.frame_data(f), 0) == (q == 99 ? 3 * kWords + 48 + 1000 : q * 16));
         }
         std::uint64_t resident = 0;
         for (std::uint64_t q = 0; q < to.pages; ++q) resident += Pte{r.pte[q]}.state() == PageState::resident;
@@ -1319,37 +1335,35 @@ TEST_CASE("another first choice gives each shared frame to the page of its lowes
     SharingStart s(64, 4);
     PagerView& v = s.view;
     share_some(s);
-    // Page 10, alone in frame 1, reads every block: it comes to have every slot, and is whole.
-    for (std::uint64_t k = 0; k < 32; ++k) CHECK(read_lone(v, 10, 16 * k + 1).second == 10 * kWords + 16 * k + 1);
-    REQUIRE(Pte{v.pte[10]}.frame() == 1);
-    CHECK_FALSE(Pte{v.pte[10]}.is(Pte::partial));
+    // Page 1, alone in frame 1, reads every block: it comes to have every slot, and is whole.
+    for (std::uint64_t k = 0; k < 32; ++k) CHECK(read_lone(v, 1, 16 * k + 1).second == 1 * kWords + 16 * k + 1);
+    REQUIRE(Pte{v.pte[1]}.frame() == 1);
+    CHECK_FALSE(Pte{v.pte[1]}.is(Pte::partial));
     CHECK(s.shared[1] == 0xffffffffu);
     for (std::uint64_t q = 0; q < v.pages; ++q) settle_shared(v, q);
-    CHECK(v.frame_owner[0] == 0);   // page 0 has slot 0
-    CHECK(v.frame_owner[1] == 10);  // the only page there, whole
-    for (std::uint64_t q : {1, 2}) {
-        INFO("page " << q);
-        CHECK(Pte{v.pte[q]}.state() == PageState::host);
-        CHECK(s.sectors[q] == 0);
-        CHECK(s.marks[q] == 0);
-    }
-    CHECK(s.data[1 * kWords + 16] == 1 * kWords + 16 + 1000);  // page 1's write, copied back
-    CHECK(s.data[1 * kWords + 17] == 1 * kWords + 17);
-    CHECK(Pte{v.pte[0]}.state() == PageState::resident);
-    CHECK(Pte{v.pte[10]}.state() == PageState::resident);
-    // With the slots cleared (GpuPager::settle) the frames are their pages' own: page 0 grows in place.
+    CHECK(v.frame_owner[0] == 0);   // the only page there
+    CHECK(v.frame_owner[1] == 1);   // the only page there, whole
+    CHECK(v.frame_owner[2] == 2);   // the only page there
+    CHECK(v.frame_owner[3] == 10);  // page 10 has slot 1, page 3 slot 3
+    CHECK(Pte{v.pte[3]}.state() == PageState::host);
+    CHECK(s.sectors[3] == 0);
+    CHECK(s.marks[3] == 0);
+    CHECK(s.data[3 * kWords + 48] == 3 * kWords + 48 + 1000);  // page 3's write, copied back
+    CHECK(s.data[3 * kWords + 49] == 3 * kWords + 49);
+    for (std::uint64_t q : {0, 1, 2, 10}) CHECK(Pte{v.pte[q]}.state() == PageState::resident);
+    // With the slots cleared (GpuPager::settle) the frames are their pages' own: page 10 grows in place.
     std::fill(s.shared.begin(), s.shared.end(), 0u);
     v.shared_slots = nullptr;
     v.profile_decided = 1;
     ThreadGroup g{0};
     CpuMover m;
-    std::byte* a = acquire(v, 0, false, g, m, 8, 8);  // block 0: in
-    CHECK(a == v.frame_data(0));
-    release(v, 0, g, a, false);
-    a = acquire(v, 0, false, g, m, 8, 128 + 8);  // block 1, page 1's slot before: the whole page now
-    CHECK(a == v.frame_data(0));
-    CHECK(word(a, 17) == 17);
-    release(v, 0, g, a, false);
+    std::byte* a = acquire(v, 10, false, g, m, 8, 128 + 8);  // block 1: in
+    CHECK(a == v.frame_data(3));
+    release(v, 10, g, a, false);
+    a = acquire(v, 10, false, g, m, 8, 3 * 128 + 8);  // block 3, page 3's slot before: the whole page now
+    CHECK(a == v.frame_data(3));
+    CHECK(word(a, 49) == 10 * kWords + 49);
+    release(v, 10, g, a, false);
 }
 
 TEST_CASE(
