@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -371,7 +372,8 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
-        Array<std::uint64_t> a(pager.view(), pager.ring());
+        const PagerView v = pager.view();  // its table stays until the next view()
+        Array<std::uint64_t> a(v, pager.ring());
         if (at_once == 16)
             rows_kernel<16><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
         else if (at_once == 4)
@@ -571,7 +573,8 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
     for (int k = 0; k < kernels; ++k) {
         ck(cudaMemset(sums, 0, threads * 8), "cudaMemset");
-        Array<std::uint64_t> a(pager.view(), pager.ring());
+        const PagerView v = pager.view();  // its table stays until the next view()
+        Array<std::uint64_t> a(v, pager.ring());
         if (pairs)
             pair_stream_kernel<<<blocks, 256>>>(a, didx, threads, run, sums);
         else if (divergent)
@@ -584,6 +587,10 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
         if (seen != nullptr) {
             seen->page_size.push_back(pager.page_size());
             seen->stats.push_back(pager.stats());
+            std::vector<std::uint32_t> owner(v.frames_n);
+            ck(cudaMemcpy(owner.data(), v.frame_owner, owner.size() * 4, cudaMemcpyDeviceToHost), "read frame owners");
+            seen->shared_frames.push_back(
+                static_cast<std::uint64_t>(std::count(owner.begin(), owner.end(), shared_frame)));
         }
     }
     cudaFree(didx);
