@@ -588,7 +588,9 @@ UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) 
 //   pass's 32M reads read in place; 1.66-1.68, now 1.28-1.30);
 // - one cursor a slot: thousands of lanes placing at once all looked at the same frames, found them taken and opened
 //   new ones, and the pool filled at 11 blocks a frame;
-// - where no frame is found, one the eviction hand frees opened for sharing: runs of 4 read again 2x slower.
+// - where none is found, a frame the eviction hand frees opened for sharing: its evictions turned adaptive admission
+//   on, and runs of 4 read again ran 2x slower; with lone placements past admission, runs of 8 over 1 GiB at a 6.25%
+//   pool got slower and runs at 25% past 1.1x (umem-h100-2026-11-28-evict-to-share.patch).
 UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
     const std::uint32_t n = take_fresh(v);
     if (n != Pte::max_frames) {

@@ -372,8 +372,7 @@ MixedResult run_rows(std::uint64_t blocks, std::uint64_t frames, std::uint32_t w
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
         Counter bad;
-        const PagerView v = pager.view();  // its table stays until the next view()
-        Array<std::uint64_t> a(v, pager.ring());
+        Array<std::uint64_t> a(pager.view(), pager.ring());
         if (at_once == 16)
             rows_kernel<16><<<(warps + 7) / 8, 256>>>(a, blocks, ops, bad.p);
         else if (at_once == 4)

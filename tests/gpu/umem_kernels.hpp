@@ -82,8 +82,8 @@ SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims);
 struct KernelSeen {
     std::vector<std::uint64_t> page_size;
     std::vector<Stats> stats;
-    std::vector<std::uint64_t>
-        shared_frames;  // frames that pages shared when the kernel ended (PagerView::shared_slots)
+    // Frames that pages shared when the kernel ended (PagerView::shared_slots).
+    std::vector<std::uint64_t> shared_frames;
 };
 
 // umem-sparse-bench's element reads (Array<T>::get, 16 a thread, unrolled; runs of `run` adjacent elements,
