@@ -175,7 +175,8 @@ public:
         if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));
         Looked looked{};
         std::byte* p = write ? nullptr : read_hit(g, page, looked);
-        if (p == nullptr) p = acquire_out_of_line(view_.shared, mover_, page, write, first, n, looked);
+        if (p == nullptr)
+            p = acquire_out_of_line(view_.shared, view_.profile_decided, mover_, page, write, first, n, looked);
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
     // A write access's stores are fenced before the unpin. Read-only accesses skip the fence:
@@ -313,12 +314,14 @@ private:
         return view_.frame_data(__shfl_sync(full, looked.word.frame(), 0));
     }
     // The protocol, out of line: the kernel's hits (read_hit) then run without its registers. It reads the view
-    // that all threads share (PagerView::shared), not this one, whose address would make every thread copy it.
-    __device__ __noinline__ static std::byte* acquire_out_of_line(const PagerView* v, DeviceMover m, std::uint64_t page,
-                                                                  bool write, std::uint64_t first, std::uint64_t n,
-                                                                  Looked looked) {
+    // that all threads share (PagerView::shared), not this one, whose address would make every thread copy it; with
+    // this launch's profile_decided, which that one is not rewritten for.
+    __device__ __noinline__ static std::byte* acquire_out_of_line(const PagerView* v, std::uint32_t decided,
+                                                                  DeviceMover m, std::uint64_t page, bool write,
+                                                                  std::uint64_t first, std::uint64_t n, Looked looked) {
         assert(v != nullptr && "umem: Array needs a GpuPager's view (PagerView::shared)");
-        const PagerView view = *v;  // loaded once, not again after each of the protocol's atomics
+        PagerView view = *v;  // loaded once, not again after each of the protocol's atomics
+        view.profile_decided = decided;
         return acquire_noted(view, m, page, write, first, n, looked);
     }
 

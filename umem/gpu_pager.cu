@@ -119,7 +119,10 @@ unsigned per_page_grid(std::uint64_t pages) {
     return static_cast<unsigned>(std::min<std::uint64_t>((pages + 255) / 256, 8192));
 }
 
+// Where no frame was shared it reads no page: the sweep of every page's word took 17-26 us of the GPU's time at the
+// first choice of 4 KiB gathers (0.1-0.2 ms passes; H200, bench/results/umem-h200-2026-11-28.md).
 __global__ void settle_kernel(PagerView v) {
+    if (!any_shared(v)) return;
     const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
     for (std::uint64_t p = blockIdx.x * blockDim.x + threadIdx.x; p < v.pages; p += threads) settle_shared(v, p);
 }
@@ -270,21 +273,22 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     if (old.pte != nullptr) cudaFreeAsync(old.pte, stream);  // after the relay kernel, in stream order
 }
 
-// The first choice is made (need_blocks: after it an access needs its page whole), in the shared view too.
+// The first choice is made (need_blocks: after it an access needs its page whole). Nothing is published: the
+// launches pass profile_decided (PagerView::shared). A GPU with nothing else to do waits for each launch here: with a
+// publish kernel, 4 KiB gathers' 0.1 ms reuse pass over 2 GiB at a full pool took 1.02-1.13x p4096's time, without it
+// 0.98-1.05 (H200, bench/results/umem-h200-2026-11-28.md).
 void GpuPager::decide(cudaStream_t stream) {
     if (view_.profile_decided != 0) return;
     view_.profile_decided = 1;
     settle(stream);
-    publish(stream);
 }
 
 // Frames that pages share (PagerView::shared_slots) given each to one page, where the first choice is not 128-byte
-// pages (settle_shared); after it no frame is shared. In stream order, before the view that says so is published.
+// pages (settle_shared); the views after it have no shared_slots. In stream order.
 void GpuPager::settle(cudaStream_t stream) {
     if (view_.shared_slots == nullptr) return;
-    settle_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(view_);
-    cuda_check(cudaMemsetAsync(view_.shared_slots, 0, view_.frames_n * 4ull, stream), "umem: cudaMemset",
-               "shared frames' slots");
+    settle_kernel<<<std::min(per_page_grid(view_.pages), 1024u), 256, 0, stream>>>(view_);
+    cuda_check(cudaGetLastError(), "umem: settle shared frames", "pager");
     view_.shared_slots = nullptr;
 }
 

@@ -66,7 +66,7 @@ private:
     void park_table_maker() noexcept;                      // it waits, polling nothing, until it is stopped
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
     void publish(CUstream_st* stream);                     // view_ into PagerView::shared, for the kernels after it
-    void decide(CUstream_st* stream);                      // profile_decided set, and published
+    void decide(CUstream_st* stream);                      // profile_decided set, shared frames settled
     void settle(CUstream_st* stream);                      // no frame shared any more (settle_shared)
     void release_all() noexcept;
     void serve();  // copy-engine worker loop

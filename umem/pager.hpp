@@ -71,6 +71,7 @@ inline constexpr std::uint32_t shared_frame = 0xfffffffdu;
 // Control words, each group on its own 128-byte line.
 inline constexpr unsigned ctl_fresh = 0;       // next never-used frame
 inline constexpr unsigned ctl_free_first = 1;  // a change to smaller pages left frames free: take those first
+inline constexpr unsigned ctl_shared = 2;      // a frame was opened for pages to share (place_shared, any_shared)
 inline constexpr unsigned ctl_hand = 16;       // CLOCK hand
 inline constexpr unsigned ctl_evicted = 32;    // evictions in the current window (adaptive admission)
 inline constexpr unsigned ctl_unused = 33;     // of those, pages whose hits did not pay for their fill
@@ -135,7 +136,9 @@ struct PagerView {
     std::uint64_t* whole = nullptr;
     // The same view in GPU memory (GpuPager; null elsewhere), which the protocol reads out of line
     // (Array::warp_acquire's misses): one copy for all threads of a kernel, where one through `this` would
-    // be every thread's own, in local memory.
+    // be every thread's own, in local memory. Written with each new table (GpuPager::layout) only: the
+    // first choice changes profile_decided, which the launch passes (Array::acquire_out_of_line), and
+    // shared_slots, which are not read after it (slots_in_use), so deciding launches no copy.
     const PagerView* shared = nullptr;
 
     // Nothing is ever evicted: every page can have a frame of its own.
@@ -398,10 +401,15 @@ UMEM_HD inline bool frees_sub_frame(const PagerView& from, std::uint64_t page, s
     return holds_lowest_slot(s, static_cast<std::uint32_t>(atom::peek(&from.sectors[page])));
 }
 
+// Whether settling has work (ctl_shared): only a frame opened for sharing is shared.
+UMEM_HD inline bool any_shared(const PagerView& v) {
+    return v.shared_slots != nullptr && atom::peek(&v.ctl[ctl_shared]) != 0;
+}
+
 // Where the first choice is not 128-byte pages (between kernels, no access in flight): of the pages that share a
 // frame (PagerView::shared_slots), the one whose block is in the frame's lowest slot keeps it as its own frame; the
-// others go back to host memory, their blocks copied back where the page was written. The owner then clears
-// shared_slots, after every page was settled (the keeper is found through them).
+// others go back to host memory, their blocks copied back where the page was written. The view after it has no
+// shared_slots (the keeper is found through them, so they are dropped only after every page was settled).
 UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
     const Pte e{atom::peek(&v.pte[page])};
     if (e.state() != PageState::resident) return;
@@ -567,13 +575,19 @@ UMEM_HD inline std::uint32_t take_fresh(const PagerView& v) {
     return Pte::max_frames;
 }
 
+// The slots of frames that pages share where the protocol reads them: before the first choice only. After it the
+// owner's views have none, but PagerView::shared keeps the start's, as settling left them (not cleared: a sweep).
+UMEM_HD inline std::uint32_t* slots_in_use(const PagerView& v) {
+    return v.profile_decided == 0 ? v.shared_slots : nullptr;
+}
+
 // Whether a read of `bytes` fills its blocks into a frame that pages share (PagerView::shared_slots): a lone
 // thread's element, before the first choice, in a pool smaller than the array, while the tally proposes 128-byte
 // pages. There a 4 KiB frame a block held 1/32 of what p128's pool holds: it thrashed, adaptive admission read the
 // misses in place, which left nothing in the pool, and the kernel after the change to 128 B filled it all again
 // (H100, Zipf u64 over 4 GiB at a 25% pool: second pass 204 ms against p128's 51).
 UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) {
-    if (v.shared_slots == nullptr || v.profile_decided != 0 || write || bytes >= 32) return false;
+    if (slots_in_use(v) == nullptr || write || bytes >= 32) return false;
     const std::uint64_t t[2] = {atom::peek(&v.profile[profile_tally]), atom::peek(&v.profile[profile_tally + 1])};
     return tally_field(t, 5) >= 32ull * profile_min_regions && choose_page_shift(t, v.page_shift) == auto_min_shift;
 }
@@ -596,6 +610,7 @@ UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page
     if (n != Pte::max_frames) {
         atom::store(&v.shared_slots[n], blocks);
         atom::store(&v.frame_owner[n], shared_frame);
+        if (atom::peek(&v.ctl[ctl_shared]) == 0) atom::store(&v.ctl[ctl_shared], std::uint64_t{1});
         return n;
     }
     const std::uint64_t h = ((page << 5) + ctz64(blocks)) * 0x9e3779b97f4a7c15ull;
@@ -611,11 +626,12 @@ UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page
 // A partial page's frame that pages share: claims the slots of `blocks` there (the page claimed them in its sectors
 // already). False where one is another page's: the access reads in place.
 UMEM_HD inline bool claim_slots(const PagerView& v, std::uint32_t frame, std::uint32_t blocks) {
-    if (v.shared_slots == nullptr) return true;
-    std::uint32_t s = atom::peek(&v.shared_slots[frame]);
+    std::uint32_t* const slots = slots_in_use(v);
+    if (slots == nullptr) return true;
+    std::uint32_t s = atom::peek(&slots[frame]);
     if (s == 0) return true;  // the page's own frame
     while ((s & blocks) == 0)
-        if (atom::cas(&v.shared_slots[frame], s, s | blocks)) return true;
+        if (atom::cas(&slots[frame], s, s | blocks)) return true;
     return false;
 }
 
@@ -914,7 +930,7 @@ UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bo
 UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool demand,
                                 std::uint32_t blocks, unsigned shard) {
     const bool pin = demand && !v.never_evicts(), partial = blocks != v.page_blocks(page);
-    if (v.shared_slots == nullptr || atom::peek(&v.shared_slots[frame]) == 0)  // a shared frame keeps its owner
+    if (slots_in_use(v) == nullptr || atom::peek(&v.shared_slots[frame]) == 0)  // a shared frame keeps its owner
         atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
     if (partial) atom::store(&v.sectors[page], blocks | (std::uint64_t{blocks} << 32));  // before the PTE says so
     // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.

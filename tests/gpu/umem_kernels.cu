@@ -64,6 +64,16 @@ __global__ void one_word_kernel(Array<std::uint64_t> a, std::uint64_t i, unsigne
     if (a.get(i) != i) atomicAdd(bad, 1ull);
 }
 
+// Warp w reads word `word` of page first + w through warp_acquire, naming only that word.
+__global__ void warp_word_kernel(Array<std::uint64_t> a, std::uint64_t first, std::uint64_t pages, unsigned word,
+                                 unsigned long long* bad) {
+    const std::uint64_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, i = (first + w) * kWords + word;
+    if (w >= pages) return;
+    PageRef<std::uint64_t> r = a.warp_acquire(first + w, false, i, 1);
+    if ((threadIdx.x & 31) == 0 && load_cg(r.data + i % a.per_page()) != i) atomicAdd(bad, 1ull);
+    a.warp_release(r);
+}
+
 // umem-sparse-bench's element kernel, its shape kept (16 reads a thread, summed, unrolled, indices loaded four
 // at a time; with run > 1, runs of adjacent elements), over a skewed stream: a warp's reads mix hits, misses
 // and pages other warps are filling. sums[t] is thread t's sum (every word holds its own index). run 0: single
@@ -476,13 +486,25 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
     return bad.get();
 }
 
+// The automatic page size over `pages` pages of numbered words (fill), with a pool that holds them.
+struct FullPoolAuto {
+    Host data;
+    GpuPager pager;
+    explicit FullPoolAuto(std::uint64_t pages)
+        : data(pages * kWords * 8), pager(config(pages), reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads) {
+        fill(data.p, pages);
+    }
+    static Config config(std::uint64_t pages) {
+        Config c;  // page size left out
+        c.bytes = pages * kWords * 8;
+        c.frames = pages;
+        return c;
+    }
+};
+
 PartialHits run_partial_page_hits(std::uint64_t pages) {
-    Host data(pages * kWords * 8);
-    fill(data.p, pages);
-    Config c;  // the automatic page size, a pool that holds the array
-    c.bytes = pages * kWords * 8;
-    c.frames = pages;
-    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    FullPoolAuto full(pages);
+    GpuPager& pager = full.pager;
     const Array<std::uint64_t> a(pager.view(), pager.ring());  // one view: no change of page size between
     PartialHits r;
     r.chunk = pager.lone_fill_bytes();
@@ -502,6 +524,24 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     step(376, false);  // byte 3008, the same chunk: odd pages hit, even pages fill it
     const unsigned words = static_cast<unsigned>(r.chunk / 8);
     for (unsigned w = 0; w < kWords; w += words) step(w, false);  // every chunk: the pages whole
+    r.bad = bad.get();
+    return r;
+}
+
+DecidedFills run_decided_fills(std::uint64_t pages) {
+    FullPoolAuto full(pages);
+    GpuPager& pager = full.pager;
+    Counter bad;
+    auto_gather_kernel<<<32, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), pages / 2, 200, bad.p);
+    ck(cudaDeviceSynchronize(), "gather kernel");
+    const Array<std::uint64_t> a(pager.view(), pager.ring());  // the first choice
+    DecidedFills r;
+    r.page_size = pager.page_size();
+    const Stats before = pager.stats();
+    warp_word_kernel<<<static_cast<unsigned>((pages / 2 + 7) / 8), 256>>>(a, pages / 2, pages / 2, 5, bad.p);
+    ck(cudaDeviceSynchronize(), "warp word kernel");
+    const Stats after = pager.stats();
+    for (unsigned k = 0; k < c_count_; ++k) r.second.value[k] = after.value[k] - before.value[k];
     r.bad = bad.get();
     return r;
 }
@@ -538,7 +578,7 @@ SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims) {
 }
 
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels, bool pairs, KernelSeen* seen) {
+                                 bool divergent, int kernels, bool pairs, KernelSeen* seen, bool busy) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     // Half the reads from 64 hot pages, half anywhere; a run's last element stays in the array.
@@ -572,6 +612,7 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
     for (int k = 0; k < kernels; ++k) {
         ck(cudaMemset(sums, 0, threads * 8), "cudaMemset");
+        if (busy) busy_kernel<<<1, 1>>>(5'000'000);
         const PagerView v = pager.view();  // its table stays until the next view()
         Array<std::uint64_t> a(v, pager.ring());
         if (pairs)

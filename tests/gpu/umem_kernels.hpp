@@ -69,6 +69,16 @@ struct PartialHits {
 };
 PartialHits run_partial_page_hits(std::uint64_t pages);
 
+// The first choice reaches warp_acquire's misses (Array::acquire_out_of_line passes profile_decided): automatic page
+// size, a pool that holds `pages` pages; a kernel of warps reading whole 4 KiB pages of the first half (the choice
+// keeps 4 KiB, nothing re-laid), then one of a warp a page of the second half reading one word through warp_acquire.
+// The page size and counters' change of the second kernel; the words read wrong.
+struct DecidedFills {
+    std::uint64_t bad = 0, page_size = 0;
+    Stats second;
+};
+DecidedFills run_decided_fills(std::uint64_t pages);
+
 // The eviction hand's bound on the GPU: 4 KiB pages, `frames` frames filled by pages [0, frames) and then all hit
 // (every reference bit set); then one thread at a time reads page frames + k, k = 0..claims. Per lone read, the
 // counters' change; the words read wrong.
@@ -91,9 +101,11 @@ struct KernelSeen {
 // over a skewed stream, `kernels` times (automatic page size: the first kernel at 4 KiB, then what it chose);
 // with `divergent`, only odd indices are read, so that get() runs with part of a warp. Returns the threads
 // whose sum was wrong, over all kernels. With `pairs`, elements of 16 bytes (the same pager's Array as pairs of
-// words, one get() each) in runs of `run`. `seen`, where given, gets what each kernel saw.
+// words, one get() each) in runs of `run`. `seen`, where given, gets what each kernel saw. With `busy`, a kernel
+// spinning 5 ms goes on the stream before each view(): the pager decides while the kernels before have not run.
 std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std::uint64_t threads, unsigned run,
-                                 bool divergent, int kernels, bool pairs = false, KernelSeen* seen = nullptr);
+                                 bool divergent, int kernels, bool pairs = false, KernelSeen* seen = nullptr,
+                                 bool busy = false);
 
 // Warps page an array through umem's NIC engine (NicMover, nic::LoopbackQueue) with `queues` queue pairs
 // served by software ports on a CPU thread (tests/support/fake_loopback_port.hpp): the GPU side of the

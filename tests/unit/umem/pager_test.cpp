@@ -1192,6 +1192,7 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     CHECK_FALSE(shares(v, 8, false));
     s.slots[profile_tally] = t0;
     s.slots[profile_tally + 1] = t1;
+    CHECK_FALSE(any_shared(v));  // no frame opened for sharing yet: settling would read no page
     // Pages 0, 1 and 2 read in blocks 0, 1 and 2: each opens a never-used frame, its block in the slot of its number.
     for (std::uint64_t k = 0; k < 3; ++k) {
         INFO("page " << k);
@@ -1203,6 +1204,7 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
         CHECK(static_cast<std::uint32_t>(s.sectors[k]) == 1u << k);
         CHECK(s.shared[k] == 1u << k);
         CHECK(v.frame_owner[k] == shared_frame);
+        CHECK(any_shared(v));
     }
     CHECK(word(v.frame_data(1), 16 * 1) == 1 * kWords + 16);
     CHECK(word(v.frame_data(2), 16 * 2) == 2 * kWords + 32);
@@ -1351,9 +1353,8 @@ TEST_CASE("another first choice gives each shared frame to the page of its lowes
     CHECK(s.data[3 * kWords + 48] == 3 * kWords + 48 + 1000);  // page 3's write, copied back
     CHECK(s.data[3 * kWords + 49] == 3 * kWords + 49);
     for (std::uint64_t q : {0, 1, 2, 10}) CHECK(Pte{v.pte[q]}.state() == PageState::resident);
-    // With the slots cleared (GpuPager::settle) the frames are their pages' own: page 10 grows in place.
-    std::fill(s.shared.begin(), s.shared.end(), 0u);
-    v.shared_slots = nullptr;
+    // After the choice the frames are their pages' own: page 10 grows in place. The slots are read no more, not
+    // cleared: the view that warp_acquire's misses read (PagerView::shared) keeps them.
     v.profile_decided = 1;
     ThreadGroup g{0};
     CpuMover m;
