@@ -930,7 +930,8 @@ UMEM_HD inline void finish_eviction(const PagerView& v, std::uint32_t victim, bo
 UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uint32_t frame, bool write, bool demand,
                                 std::uint32_t blocks, unsigned shard) {
     const bool pin = demand && !v.never_evicts(), partial = blocks != v.page_blocks(page);
-    if (slots_in_use(v) == nullptr || atom::peek(&v.shared_slots[frame]) == 0)  // a shared frame keeps its owner
+    std::uint32_t* const slots = slots_in_use(v);
+    if (slots == nullptr || atom::peek(&slots[frame]) == 0)  // a shared frame keeps its owner
         atom::store(&v.frame_owner[frame], static_cast<std::uint32_t>(page));
     if (partial) atom::store(&v.sectors[page], blocks | (std::uint64_t{blocks} << 32));  // before the PTE says so
     // migrating (1) -> resident (2) is +1; frame bits, dirty and referenced are 0 while migrating.

@@ -321,6 +321,13 @@ struct Counter {
     }
 };
 
+// The counters' change from `before` to `after` (pager.stats() around a kernel).
+Stats counters_change(const Stats& before, const Stats& after) {
+    Stats d;
+    for (unsigned c = 0; c < c_count_; ++c) d.value[c] = after.value[c] - before.value[c];
+    return d;
+}
+
 void fill(std::uint64_t* d, std::uint64_t pages) {
     for (std::uint64_t i = 0; i < pages * kWords; ++i) d[i] = i;
 }
@@ -540,8 +547,7 @@ DecidedFills run_decided_fills(std::uint64_t pages) {
     const Stats before = pager.stats();
     warp_word_kernel<<<static_cast<unsigned>((pages / 2 + 7) / 8), 256>>>(a, pages / 2, pages / 2, 5, bad.p);
     ck(cudaDeviceSynchronize(), "warp word kernel");
-    const Stats after = pager.stats();
-    for (unsigned k = 0; k < c_count_; ++k) r.second.value[k] = after.value[k] - before.value[k];
+    r.second = counters_change(before, pager.stats());
     r.bad = bad.get();
     return r;
 }
@@ -568,10 +574,7 @@ SweepSteps run_bounded_sweep(std::uint64_t frames, std::uint64_t claims) {
         const Stats before = pager.stats();
         one_word_kernel<<<1, 1>>>(a, (frames + k) * kWords + 7, bad.p);
         ck(cudaDeviceSynchronize(), "one word kernel");
-        const Stats after = pager.stats();
-        Stats d;
-        for (unsigned i = 0; i < c_count_; ++i) d.value[i] = after.value[i] - before.value[i];
-        r.reads.push_back(d);
+        r.reads.push_back(counters_change(before, pager.stats()));
     }
     r.bad = bad.get();
     return r;
