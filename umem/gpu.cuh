@@ -90,12 +90,20 @@ struct DeviceMover {
     template <class G>
     __device__ void to_frame(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
         if (ring.slots != nullptr) return post(g, dst, src, n);
-        copy(g, dst, src, n);
+        copy(g, dst, src, n, [](std::uint32_t) { return true; });
+    }
+    // The blocks of a partial page's rest: to_frame's loads in flight, each 16 bytes loaded and stored where their
+    // block is in `blocks`, so that the blocks in the frame between them stay as they are.
+    template <class G>
+    __device__ void to_frame_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                                    std::uint32_t block_shift) const {
+        if (ring.slots != nullptr) return post_blocks(g, dst, src, n, blocks, block_shift);
+        copy(g, dst, src, n, [&](std::uint32_t i) { return ((blocks >> (i >> block_shift)) & 1u) != 0; });
     }
     template <class G>
     __device__ void to_host(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
         if (ring.slots != nullptr) return post(g, dst, src, n);
-        copy(g, dst, src, n);
+        copy(g, dst, src, n, [](std::uint32_t) { return true; });
         __threadfence_system();  // the host copy must be complete before the page turns host again
     }
     // A partial page's blocks: one 16-byte load a lane at a time, each chunk copied when its block is in
@@ -104,11 +112,7 @@ struct DeviceMover {
     template <class G>
     __device__ void to_host_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                                    std::uint32_t block_shift) const {
-        if (ring.slots != nullptr) {
-            for_block_runs(blocks, block_shift, n,
-                           [&](std::uint32_t off, std::uint32_t len) { post(g, dst + off, src + off, len); });
-            return;
-        }
+        if (ring.slots != nullptr) return post_blocks(g, dst, src, n, blocks, block_shift);
         for (std::uint32_t i = g.lane * 16; i < n; i += g.size() * 16)
             if ((blocks >> (i >> block_shift)) & 1u) __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
         __threadfence_system();
@@ -116,22 +120,29 @@ struct DeviceMover {
 
 private:
     // 16-byte loads, G::loads_in_flight per lane before the stores: with eight, a warp copies a 4 KiB
-    // page in one round.
-    template <class G>
-    __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) {
+    // page in one round. Only the 16 bytes at offsets that `want` takes.
+    template <class G, class Want>
+    __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, Want want) {
         constexpr unsigned batch = G::loads_in_flight;
         const std::uint32_t stride = g.size() * 16;
         for (std::uint32_t base = g.lane * 16; base < n; base += stride * batch) {
             uint4 x[batch];
 #pragma unroll
             for (unsigned k = 0; k < batch; ++k)
-                if (base + k * stride < n) x[k] = load16(src + base + k * stride);
+                if (base + k * stride < n && want(base + k * stride)) x[k] = load16(src + base + k * stride);
 #pragma unroll
             for (unsigned k = 0; k < batch; ++k)
-                if (base + k * stride < n) __stcg(reinterpret_cast<uint4*>(dst + base + k * stride), x[k]);
+                if (base + k * stride < n && want(base + k * stride))
+                    __stcg(reinterpret_cast<uint4*>(dst + base + k * stride), x[k]);
         }
     }
 
+    template <class G>
+    __device__ void post_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                                std::uint32_t block_shift) const {
+        for_block_runs(blocks, block_shift, n,
+                       [&](std::uint32_t off, std::uint32_t len) { post(g, dst + off, src + off, len); });
+    }
     template <class G>
     __device__ void post(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
         if (g.leader()) ring_copy(ring, dst, src, n);

@@ -187,7 +187,10 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_choice = static_cast<std::uint32_t*>(dev_choice);
         looked_dev_ = static_cast<std::uint64_t*>(dev_choice) + 1;
     }
-    if (auto_) view_.lone_fill_shift = lone_fill_shift_for(cfg.bytes);  // used where the pool holds the array
+    if (auto_) {  // used where the pool holds the array
+        view_.lone_fill_shift = lone_fill_shift_for(cfg.bytes);
+        view_.lone_rest_blocks = lone_rest_blocks_for(cfg.bytes);
+    }
     layout(shift, nullptr);
     if (auto_) {
         int device = 0;

@@ -42,6 +42,11 @@ void CpuMover::to_frame(ThreadGroup&, std::byte* dst, const std::byte* src, std:
 void CpuMover::to_host(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const {
     std::memcpy(dst, src, n);
 }
+void CpuMover::to_frame_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n,
+                               std::uint32_t blocks, std::uint32_t block_shift) const {
+    for_block_runs(blocks, block_shift, n,
+                   [&](std::uint32_t off, std::uint32_t len) { std::memcpy(dst + off, src + off, len); });
+}
 void CpuMover::to_host_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                               std::uint32_t block_shift) const {
     for_block_runs(blocks, block_shift, n,

@@ -51,6 +51,8 @@ struct ThreadGroup {
 struct CpuMover {
     void to_frame(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const;
     void to_host(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const;
+    void to_frame_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                         std::uint32_t block_shift) const;
     void to_host_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                         std::uint32_t block_shift) const;
 };

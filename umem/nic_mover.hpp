@@ -68,6 +68,12 @@ struct NicMover {
              e->frames_iova + static_cast<std::uint64_t>(src - e->frames), false);
     }
     template <class G>
+    UMEM_HD void to_frame_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                                 std::uint32_t block_shift) {
+        for_block_runs(blocks, block_shift, n,
+                       [&](std::uint32_t off, std::uint32_t len) { to_frame(g, dst + off, src + off, len); });
+    }
+    template <class G>
     UMEM_HD void to_host_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                                 std::uint32_t block_shift) {
         for_block_runs(blocks, block_shift, n,

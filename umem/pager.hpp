@@ -111,6 +111,9 @@ struct PagerView {
     // Log2 of the bytes a lone thread's element fills first where the pool holds the array, before the first
     // choice (need_blocks, lone_fill_shift_for); 0: half the page.
     std::uint32_t lone_fill_shift = 0;
+    // Blocks of its page in the frame or claimed from which such an element's miss takes the rest of the page
+    // (missing_blocks, lone_rest_blocks_for); 0: never.
+    std::uint32_t lone_rest_blocks = 0;
     // [pages], automatic page size at its 4 KiB start only: one bit per 128-byte block written while
     // resident (note_write), so that smaller pages re-laid in place are dirty only where written
     // (relay_page); null otherwise.
@@ -237,10 +240,13 @@ UMEM_HD inline std::uint32_t popcount32(std::uint32_t m) {
 #endif
 }
 
-// The lowest run of adjacent set bits of m (0 for 0).
-UMEM_HD inline std::uint32_t lowest_run(std::uint32_t m) {
-    const std::uint64_t x = m;
-    return static_cast<std::uint32_t>(x & ~(x + (x & (~x + 1))));
+// Bits up to the highest set one of m (0 for 0).
+UMEM_HD inline std::uint32_t bit_width32(std::uint32_t m) {
+#if defined(__CUDA_ARCH__)
+    return static_cast<std::uint32_t>(32 - __clz(static_cast<int>(m)));
+#else
+    return m == 0 ? 0u : static_cast<std::uint32_t>(32 - __builtin_clz(m));
+#endif
 }
 
 // Trailing zeros of m != 0.
@@ -533,14 +539,19 @@ UMEM_HD inline bool lone_at_full_pool(const PagerView& v, std::uint64_t bytes) {
 }
 
 // The chunk of its 4 KiB page that a lone thread's element fills first where the pool holds an array of `bytes`
-// (PagerView::lone_fill_shift): the smallest that a fill moves at the link's rate. A fill's cost is what a random
-// read of host memory costs or its bytes at about 51 GB/s, whichever is more, and the first grows with the array
-// (H200, fills at a full pool: 1 KiB 21 ns over 1 GiB, 23 over 2 GiB, 29 over 4 GiB, where 2 KiB takes 40-42 and
-// 512 B 12 over 1 GiB; H100, 8-byte reads of pinned memory 9.2 ns over 1 GiB, 20.9 over 4 GiB). So 1 KiB chunks up
-// to 1 GiB, half pages above (a page read densely in 1 KiB chunks over 2 GiB took 1.16x its 2 KiB fills; over 4 GiB
-// 1.46x). A probe of 8192 fills of each size at set-up could not tell: it saw 1 KiB at 21-22 ns at every size
-// (bench/results/umem-h200-2026-11-27c.md).
-inline constexpr std::uint32_t lone_fill_shift_for(std::uint64_t bytes) { return bytes <= (1ull << 30) ? 10 : 11; }
+// (PagerView::lone_fill_shift), and how much of the page must be in before a miss takes the rest of it
+// (lone_rest_blocks_for). A fill costs what a random read of host memory costs or its bytes at about 51 GB/s,
+// whichever is more, and the first grows with the array (H200, fills at a full pool: 512 B 12 ns over 1 GiB, 1 KiB 21
+// over 1 GiB, 23 over 2 GiB, 29 over 4 GiB, 2 KiB 40-42, 4 KiB 80-84; bench/results/umem-h200-2026-11-27c.md). Small
+// chunks serve sparse elements and short runs; a page read densely in them costs more fills than whole pages, so once
+// part of it is in the next miss takes the rest. Measured over 1, 2, 4 and 8 GiB with sparse and dense, Zipf and
+// near-uniform streams (bench/results/umem-h200-2026-11-28b.md): 512 B chunks up to 1 GiB, 1 KiB up to 4 GiB, half
+// pages above (over 8 GiB 1 KiB chunks took dense reads' first pass from 1.00 to 1.07x p4096, 0.93x zero-copy); the
+// rest once half the page is in up to 2 GiB, a quarter above.
+inline constexpr std::uint32_t lone_fill_shift_for(std::uint64_t bytes) {
+    return bytes <= (1ull << 30) ? 9 : bytes <= (4ull << 30) ? 10 : 11;
+}
+inline constexpr std::uint32_t lone_rest_blocks_for(std::uint64_t bytes) { return bytes <= (2ull << 30) ? 16 : 8; }
 
 // The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
 // start), before the first choice, only those of a small access (a quarter of the page or less), so that
@@ -558,10 +569,16 @@ UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page,
 }
 
 // What an access to a partial page must still copy in, of the blocks it needs, the frame lacking `have` (0: it has
-// what it reads). A lone element where the pool holds the array whose own block is missing takes what its chunk lacks.
+// what it reads) while others copy `claimed`. A lone element where the pool holds the array whose own block is
+// missing takes what its chunk lacks, or what the page lacks once lone_rest_blocks of it are in or claimed (claims
+// count: a page that many threads read at once is read densely).
 UMEM_HD inline std::uint32_t missing_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
-                                            std::uint64_t bytes, std::uint32_t have) {
-    if (lone_at_full_pool(v, bytes) && (v.blocks_of(offset, bytes) & ~have) == 0) return 0;
+                                            std::uint64_t bytes, std::uint32_t have, std::uint32_t claimed) {
+    if (lone_at_full_pool(v, bytes)) {
+        if ((v.blocks_of(offset, bytes) & ~have) == 0) return 0;
+        if (v.lone_rest_blocks != 0 && popcount32(have | claimed) >= v.lone_rest_blocks)
+            return v.page_blocks(page) & ~have;
+    }
     return need_blocks(v, page, offset, bytes) & ~have;
 }
 
@@ -825,9 +842,10 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
         case PageState::resident: {
             if (e.is(Pte::partial)) {  // the blocks it needs: in the frame, to be claimed, or claimed by another
                 const std::uint64_t w = atom::load(&v.sectors[page]);
-                const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w));
-                if (missing != 0) {  // claim the first run of them nobody claimed (one copy: fill_frame)
-                    const std::uint32_t mine = lowest_run(missing & ~static_cast<std::uint32_t>(w >> 32));
+                const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w),
+                                                             static_cast<std::uint32_t>(w >> 32));
+                if (missing != 0) {  // claim those nobody claimed (one copy: fill_frame)
+                    const std::uint32_t mine = missing & ~static_cast<std::uint32_t>(w >> 32);
                     std::uint64_t expected = w;
                     if (mine != 0 && atom::cas(&v.sectors[page], expected, w | std::uint64_t{mine} << 32)) {
                         v.count(shard, c_faults);
@@ -1021,13 +1039,16 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
         g.sync();
         if (finisher) finish_eviction(v, s.victim, s.victim_blocks != 0, g.shard());
     }
-    // s.blocks are adjacent (need_blocks, lowest_run): one copy, as for a whole page. Fewer registers
-    // than a loop over runs in get()'s kernels, whose hits spilled with it (H100: get() hits 5-17% slower).
-    const std::uint32_t first = ctz64(s.blocks), off = first << v.block_shift(),
-                        len = popcount32(s.blocks) << v.block_shift();
-    assert(((s.blocks >> first) & ((s.blocks >> first) + 1)) == 0 && "umem: blocks to fill must be adjacent");
-    const std::uint32_t bytes = v.page_bytes(page) - off;
-    m.to_frame(g, frame + off, v.host_page(page) + off, len < bytes ? len : bytes);
+    // One copy from the first of s.blocks to the last, with all its loads in flight, as for a whole page; where
+    // they are not adjacent (the rest of a page around blocks already in: missing_blocks) only theirs are loaded and
+    // stored. Fewer registers than a loop over runs in get()'s kernels, whose hits spilled with it (H100: get() hits
+    // 5-17% slower).
+    const std::uint32_t first = ctz64(s.blocks), off = first << v.block_shift(), blocks = s.blocks >> first,
+                        len = bit_width32(blocks) << v.block_shift(), bytes = v.page_bytes(page) - off;
+    if ((blocks & (blocks + 1)) == 0)
+        m.to_frame(g, frame + off, v.host_page(page) + off, len < bytes ? len : bytes);
+    else
+        m.to_frame_blocks(g, frame + off, v.host_page(page) + off, len < bytes ? len : bytes, blocks, v.block_shift());
     g.sync();
     if (finisher) {
         if (s.kind == Step::sector)
@@ -1040,8 +1061,9 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
 
 // The access driver: one group (a CPU thread, a GPU warp) takes a page for reading or writing.
 // Group: lane(), leader(), sync(), broadcast(uint32 from the leader), shard().
-// Mover: to_frame(group, dst, src, bytes), to_host(group, dst, src, bytes) and to_host_blocks(group, dst,
-// src, bytes, blocks, block_shift) (only the blocks of the mask, a rare path); all lanes call them.
+// Mover: to_frame(group, dst, src, bytes), to_host(group, dst, src, bytes), and to_frame_blocks and to_host_blocks
+// (group, dst, src, bytes, blocks, block_shift) (only the blocks of the mask, bit k the k-th block from dst); all lanes
+// call them.
 // Returns the page's data (frame or host), held as held() says; the caller ends with release().
 // `looked`: what the leader's first look found where the caller looked for a hit itself (Array::warp_acquire).
 template <class Group, class Mover>

@@ -59,6 +59,23 @@ __global__ void page_word_kernel(Array<std::uint64_t> a, std::uint64_t pages, un
     if (a.get(t * kWords + word) != t * kWords + word) atomicAdd(bad, 1ull);
 }
 
+// Warp w writes ~i into element i, word `word` of page w, through warp_acquire naming that word.
+__global__ void page_write_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word) {
+    const std::uint64_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (w >= pages) return;
+    const std::uint64_t i = w * kWords + word;
+    PageRef<std::uint64_t> r = a.warp_acquire(w, true, i, 1);
+    if ((threadIdx.x & 31) == 0) r.data[word] = ~i;
+    a.warp_release(r);
+}
+
+// Thread t checks that word `word` of page t holds what page_write_kernel wrote.
+__global__ void page_written_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word,
+                                    unsigned long long* bad) {
+    const std::uint64_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < pages && a.get(t * kWords + word) != ~(t * kWords + word)) atomicAdd(bad, 1ull);
+}
+
 // One thread reads element i through get().
 __global__ void one_word_kernel(Array<std::uint64_t> a, std::uint64_t i, unsigned long long* bad) {
     if (a.get(i) != i) atomicAdd(bad, 1ull);
@@ -529,8 +546,15 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     step(5, false);    // in that chunk: hits on partial pages
     step(375, true);   // byte 3000, odd pages: its chunk, another one (chunks are at most 2 KiB)
     step(376, false);  // byte 3008, the same chunk: odd pages hit, even pages fill it
+    // A word of that chunk written in every frame: the fills of the rest around it must leave it.
+    page_write_kernel<<<static_cast<unsigned>((pages * 32 + 255) / 256), 256>>>(a, pages, 377);
+    ck(cudaDeviceSynchronize(), "page write kernel");
     const unsigned words = static_cast<unsigned>(r.chunk / 8);
     for (unsigned w = 0; w < kWords; w += words) step(w, false);  // every chunk: the pages whole
+    Counter lost;
+    page_written_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(a, pages, 377, lost.p);
+    ck(cudaDeviceSynchronize(), "page written kernel");
+    r.lost_writes = lost.get();
     r.bad = bad.get();
     return r;
 }

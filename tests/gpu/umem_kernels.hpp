@@ -65,6 +65,7 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
 // word in every chunk of every page. Per kernel, the hits, faults and bytes copied in; the words read wrong.
 struct PartialHits {
     std::uint64_t bad = 0, chunk = 0;  // chunk: the pager's lone_fill_bytes()
+    std::uint64_t lost_writes = 0;     // of a word written in a chunk that fills of the rest went around
     std::vector<std::uint64_t> hits, faults, bytes_in;
 };
 PartialHits run_partial_page_hits(std::uint64_t pages);

@@ -2,6 +2,7 @@
 // admission policy and pools from ample to nearly empty; host memory is checked word by word.
 #include <catch2/catch_test_macros.hpp>
 #include <tuple>
+#include <vector>
 
 #include "umem_kernels.hpp"
 
@@ -108,12 +109,13 @@ TEST_CASE("16-byte elements through Array::get, one or a run of four a thread, a
     }
 }
 
-TEST_CASE("lone threads' chunks at a full pool: reads of the chunk in the frame hit, of another chunk fill it") {
+TEST_CASE(
+    "lone threads' chunks at a full pool: the chunk in the frame hits, another fills, half the page in the rest") {
     need_gpu();
-    const std::uint64_t pages = 4096;  // 16 MiB: chunks of 1 KiB (lone_fill_shift_for)
+    const std::uint64_t pages = 4096;  // 16 MiB: chunks of 512 B, the rest once 16 blocks are in (lone_*_for)
     const PartialHits r = run_partial_page_hits(pages);
     CHECK(r.bad == 0);
-    REQUIRE(r.chunk == 1024);
+    REQUIRE(r.chunk == 512);
     REQUIRE(r.hits.size() == 4 + 4096 / r.chunk);
     CHECK(r.faults[0] == pages);  // a chunk a page
     CHECK(r.bytes_in[0] == pages * r.chunk);
@@ -124,6 +126,12 @@ TEST_CASE("lone threads' chunks at a full pool: reads of the chunk in the frame 
     CHECK(r.bytes_in[2] == pages / 2 * r.chunk);
     CHECK(r.faults[3] == pages / 2);  // even pages' (each such read counted a hit too, once it was in)
     CHECK(r.hits[3] == pages);
+    // Then a read a chunk from byte 0 on. Chunks 0 and 5 are in: 1 and 2 come in, and with them half the page, so
+    // the read at 1536 takes the rest in one copy, [1536, 2560) and [3072, 4096).
+    const std::vector<std::uint64_t> sweep(r.bytes_in.begin() + 4, r.bytes_in.end());
+    CHECK(sweep == std::vector<std::uint64_t>{0, pages * 512, pages * 512, pages * 2048, 0, 0, 0, 0});
+    CHECK(r.lost_writes == 0);  // a word of chunk 5, written before: the copy of the rest went around it
+    CHECK(r.faults[7] == pages);
     std::uint64_t in = 0;
     for (std::uint64_t b : r.bytes_in) in += b;
     CHECK(in == pages * 4096);  // every byte once

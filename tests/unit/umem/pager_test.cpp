@@ -932,25 +932,39 @@ TEST_CASE(
         // lone_fill_shift is 0), its block when not.
         CHECK(need_blocks(v, 5, 16, 8) == (frames == pages ? 0xffffu : 1u));
         CHECK(need_blocks(v, 5, 4095, 1) == (frames == pages ? 0xffff0000u : 0x80000000u));
-        if (frames == pages) {                                             // then each other chunk, once it reads there
-            CHECK(missing_blocks(v, 5, 16, 8, 0xffffu) == 0);              // its half is in: a hit
-            CHECK(missing_blocks(v, 5, 4095, 1, 0xffffu) == 0xffff0000u);  // the other half
-            CHECK(missing_blocks(v, 5, 16, 8, 0xff00u) == 0x00ffu);        // its block missing: what its half lacks
-            CHECK(missing_blocks(v, 5, 16, 8, 0xff01u) == 0);              // its block in: nothing, whatever else
-            CHECK(missing_blocks(v, 5, 0, 256, 0xffff0000u) == 0x3u);      // a warp's row: its own blocks
-            v.lone_fill_shift = 10;                                        // chunks of 1 KiB: 8 blocks, aligned
+        if (frames == pages) {                                    // then each other chunk, once it reads there
+            CHECK(missing_blocks(v, 5, 16, 8, 0xffffu, 0) == 0);  // its half is in: a hit
+            CHECK(missing_blocks(v, 5, 4095, 1, 0xffffu, 0) == 0xffff0000u);  // the other half
+            CHECK(missing_blocks(v, 5, 16, 8, 0xff00u, 0) == 0x00ffu);        // its block missing: what its half lacks
+            CHECK(missing_blocks(v, 5, 16, 8, 0xff01u, 0) == 0);              // its block in: nothing, whatever else
+            CHECK(missing_blocks(v, 5, 0, 256, 0xffff0000u, 0) == 0x3u);      // a warp's row: its own blocks
+            v.lone_fill_shift = 10;                                           // chunks of 1 KiB: 8 blocks, aligned
             CHECK(need_blocks(v, 5, 16, 8) == 0xffu);
             CHECK(need_blocks(v, 5, 1500, 8) == 0xff00u);
             CHECK(need_blocks(v, 5, 4095, 1) == 0xff000000u);
-            CHECK(missing_blocks(v, 5, 2048, 16, 0xffu) == 0xff0000u);
-            CHECK(missing_blocks(v, 5, 2048, 16, 0xff0000u) == 0);
+            CHECK(missing_blocks(v, 5, 2048, 16, 0xffu, 0) == 0xff0000u);
+            CHECK(missing_blocks(v, 5, 2048, 16, 0xff0000u, 0) == 0);
             CHECK(need_blocks(v, 5, 16, 32) == 0x1u);  // 32 bytes: not a lone element, its own block
             v.lone_fill_shift = 5;                     // below a block: a block
             CHECK(need_blocks(v, 5, 300, 8) == 0x4u);
             v.lone_fill_shift = 12;  // a whole page or more: half the page
             CHECK(need_blocks(v, 5, 300, 8) == 0xffffu);
-            CHECK(lone_fill_shift_for(1ull << 30) == 10);  // 1 KiB chunks up to 1 GiB, half pages above
-            CHECK(lone_fill_shift_for((1ull << 30) + 16) == 11);
+            CHECK(lone_fill_shift_for(1ull << 30) == 9);  // 512 B chunks up to 1 GiB, 1 KiB to 4, half pages above
+            CHECK(lone_fill_shift_for((1ull << 30) + 16) == 10);
+            CHECK(lone_fill_shift_for(4ull << 30) == 10);
+            CHECK(lone_fill_shift_for((4ull << 30) + 16) == 11);
+            CHECK(lone_rest_blocks_for(2ull << 30) == 16);  // the rest once half is in up to 2 GiB, a quarter above
+            CHECK(lone_rest_blocks_for((2ull << 30) + 16) == 8);
+            v.lone_fill_shift = 9;  // 512 B chunks, the rest of the page once 16 blocks are in or claimed
+            v.lone_rest_blocks = 16;
+            CHECK(missing_blocks(v, 5, 16, 8, 0xfu, 0) == 0);                    // its block in
+            CHECK(missing_blocks(v, 5, 600, 8, 0xfu, 0) == 0xf0u);               // its chunk
+            CHECK(missing_blocks(v, 5, 3000, 8, 0xfffu, 0) == 0x00f00000u);      // 12 in: still its chunk
+            CHECK(missing_blocks(v, 5, 3000, 8, 0xffffu, 0) == 0xffff0000u);     // 16 in: the rest
+            CHECK(missing_blocks(v, 5, 600, 8, 0xfu, 0xfff00u) == 0xfffffff0u);  // 4 in, 12 claimed: the rest
+            CHECK(missing_blocks(v, 5, 0, 256, 0xffffu, 0) == 0);                // a warp's row in: a hit
+            CHECK(missing_blocks(v, 5, 2048, 256, 0xffffu, 0) == 0x30000u);      // a warp's row: its own blocks
+            v.lone_rest_blocks = 0;
             v.lone_fill_shift = 10;  // through the protocol: page 6 comes in 1 KiB at a time, each chunk once
             const std::uint64_t in = p.stats()[c_bytes_in];
             a = acquire(v, 6, false, g, m, 8, 1500);
@@ -974,6 +988,29 @@ TEST_CASE(
             CHECK(whole_bit(v, 6));
             CHECK(p.stats()[c_bytes_in] - in == 4096);
             for (std::uint64_t w = 0; w < kWords; ++w) CHECK(frame_word(6, w) == 6 * kWords + w);
+            // Through the protocol: page 7 in 512 B chunks until half of it is in, then the rest in one copy that
+            // leaves the blocks in the frame as they are (a word written there stays).
+            v.lone_fill_shift = 9;
+            v.lone_rest_blocks = 16;
+            const std::uint64_t in7 = p.stats()[c_bytes_in], fills7 = p.stats()[c_fills];
+            for (std::uint64_t off : {0, 512, 2560, 3584}) {
+                a = acquire(v, 7, false, g, m, 8, off + 8);
+                release(v, 7, g, a, false);
+            }
+            CHECK(static_cast<std::uint32_t>(sectors[7]) == 0xf0f000ffu);
+            CHECK(p.stats()[c_bytes_in] - in7 == 2048);
+            CHECK(Pte{v.pte[7]}.is(Pte::partial));
+            std::memcpy(v.frame_data(Pte{v.pte[7]}.frame()) + 600, "written!", 8);
+            a = acquire(v, 7, false, g, m, 8, 1100);
+            release(v, 7, g, a, false);
+            CHECK(p.stats()[c_bytes_in] - in7 == 4096);
+            CHECK(p.stats()[c_fills] - fills7 == 5);
+            CHECK_FALSE(Pte{v.pte[7]}.is(Pte::partial));
+            CHECK(whole_bit(v, 7));
+            CHECK(std::memcmp(v.frame_data(Pte{v.pte[7]}.frame()) + 600, "written!", 8) == 0);
+            for (std::uint64_t w = 0; w < kWords; ++w)
+                if (w != 600 / 8) CHECK(frame_word(7, w) == 7 * kWords + w);
+            v.lone_rest_blocks = 0;
             v.lone_fill_shift = 0;
             a = acquire(v, 5, false, g, m, 8, 2048 + 16);
             release(v, 5, g, a, false);
