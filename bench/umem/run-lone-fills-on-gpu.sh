@@ -4,8 +4,9 @@
 # and near-uniform u64 reads, single and in runs of 4, at a pool that holds the array, over 1 GiB (1M, 4M and 32M reads
 # a pass), 2 GiB (8M, 16M) and 4 GiB (8M, 32M). Prints each process's "auto against the best fixed size" rows, then
 # ns a fill for each fixed page size and array size (a first pass over its fills: at such a pool nothing else is
-# slow), the range over every stream. umem::lone_fill_shift_for's sizes come from this table: rerun it on another
-# machine to check them. ROUNDS rounds with the builds alternating.
+# slow), the range over every stream. umem::lone_fill_shift_for's and lone_rest_blocks_for's sizes rest on this table
+# and on a sweep of them (bench/results/umem-h200-2026-11-28b.md, its patch of knobs): rerun both on another machine
+# to check them. ROUNDS rounds with the builds alternating.
 # usage: [ROUNDS=1] bench/umem/run-lone-fills-on-gpu.sh v1 [v2 ...]   ($OUT: lone-fills.tgz, machine.txt)
 set -uo pipefail
 . "$(dirname "$0")/gpu-machine-env.sh"
