@@ -1052,6 +1052,66 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("lone elements at a full pool: threads filling chunks and the rest of pages at once stay exact") {
+    // Given: the automatic start with a pool that holds the array, 512 B chunks, the rest once 16 blocks are in or
+    // claimed (lone_fill_shift_for, lone_rest_blocks_for).
+    const std::uint64_t pages = 32;
+    AutomaticStart start(pages, pages, Admission::adaptive);
+    HostPager& p = start.pager;
+    PagerView& v = start.view;
+    v.lone_fill_shift = 9;
+    v.lone_rest_blocks = 16;
+    constexpr unsigned threads = 8;
+    std::vector<std::uint64_t> bad(threads, 0);
+    std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(pages));
+    auto written = [](std::uint64_t w) { return w % 64 == 3; };  // thread w / 64 adds to word w
+    // When: threads read random words of random pages as lone 8-byte elements, and add 1 to a word of their own, so
+    // that chunks and rests are claimed while others write into blocks already in.
+    std::vector<std::thread> ts;
+    std::barrier go(threads);
+    for (unsigned t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            std::mt19937_64 rng(t + 7);
+            ThreadGroup g = ThreadGroup::current();
+            CpuMover m;
+            go.arrive_and_wait();
+            for (int i = 0; i < 20000; ++i) {
+                const std::uint64_t page = rng() % pages;
+                const bool write = i % 4 == 0;
+                std::uint64_t w = write ? 64 * t + 3 : rng() % kWords;
+                if (!write && written(w)) ++w;
+                std::byte* q = acquire(v, page, write, g, m, 8, w * 8);
+                std::uint64_t x;
+                std::memcpy(&x, q + w * 8, 8);
+                if (write) {
+                    ++x;
+                    std::memcpy(q + w * 8, &x, 8);
+                    if (q != v.host_page(page)) note_write(v, page, w * 8, 8);
+                    ++writes[t][page];
+                } else {
+                    bad[t] += x != page * kWords + w;
+                }
+                release(v, page, g, q, write);
+            }
+        });
+    for (auto& t : ts) t.join();
+    // Then: every read saw its word, every page came in whole, each byte once, and the writes reach host memory.
+    for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
+    for (std::uint64_t pg = 0; pg < pages; ++pg) {
+        CHECK_FALSE(Pte{v.pte[pg]}.is(Pte::partial));
+        CHECK(Pte{v.pte[pg]}.pins() == 0);
+    }
+    CHECK(p.stats()[c_bytes_in] == pages * kPage);
+    ThreadGroup g{0};
+    CpuMover m;
+    flush_all(v, g, m);
+    std::uint64_t wrong = 0;
+    for (std::uint64_t pg = 0; pg < pages; ++pg)
+        for (std::uint64_t w = 0; w < kWords; ++w)
+            wrong += start.data[pg * kWords + w] != pg * kWords + w + (written(w) ? writes[w / 64][pg] : 0);
+    CHECK(wrong == 0);
+}
+
 TEST_CASE("partial pages: threads reading and writing rows through a small pool stay exact, written back by block") {
     const std::uint64_t pages = 32;
     for (std::uint64_t frames : {pages, std::uint64_t{4}}) {
