@@ -1473,14 +1473,17 @@ TEST_CASE(
     std::vector<std::uint64_t> bad(threads, 0);
     std::vector<std::thread> ts;
     // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (an exclusive frame: a
-    // write does not share), whose slot readers' blocks want too.
+    // write does not share), whose slot readers' blocks want too. Readers leave the written words alone: a read of a
+    // word while another thread writes it is a race of the program's own, in a frame as in any memory (TSan).
     for (unsigned t = 0; t < threads; ++t)
         ts.emplace_back([&, t] {
             std::mt19937_64 rng(t + 1);
             ThreadGroup g{t};
             CpuMover m;
             for (int i = 0; i < 3000; ++i) {
-                const std::uint64_t page = rng() % pages, w = rng() % kWords;
+                const std::uint64_t page = rng() % pages;
+                std::uint64_t w = rng() % kWords;
+                if (page % 2 == 0 && page / 2 < threads && w == 8 * page + 3) ++w;
                 if (i % 10 == 0) {
                     const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
                     std::byte* a = acquire(v, wp, true, g, m, 8, ww * 8);
@@ -1492,7 +1495,7 @@ TEST_CASE(
                 }
                 std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
                 const std::uint64_t x = word(a, w), want = page * kWords + w;
-                bad[t] += x != want && !(page % 2 == 0 && page / 2 < threads && w == 8 * page + 3 && x == ~want);
+                bad[t] += x != want;
                 release(v, page, g, a, false);
             }
         });
