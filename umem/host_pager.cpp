@@ -34,6 +34,13 @@ std::unique_ptr<std::byte[]> frame_pool(const Config& cfg) {
     }
 }
 
+// The blocks of `blocks` (bit k: the k-th block from dst), a memcpy a run: both directions of CpuMover.
+void copy_blocks(std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
+                 std::uint32_t block_shift) {
+    for_block_runs(blocks, block_shift, n,
+                   [&](std::uint32_t off, std::uint32_t len) { std::memcpy(dst + off, src + off, len); });
+}
+
 }  // namespace
 
 void CpuMover::to_frame(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n) const {
@@ -44,13 +51,11 @@ void CpuMover::to_host(ThreadGroup&, std::byte* dst, const std::byte* src, std::
 }
 void CpuMover::to_frame_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n,
                                std::uint32_t blocks, std::uint32_t block_shift) const {
-    for_block_runs(blocks, block_shift, n,
-                   [&](std::uint32_t off, std::uint32_t len) { std::memcpy(dst + off, src + off, len); });
+    copy_blocks(dst, src, n, blocks, block_shift);
 }
 void CpuMover::to_host_blocks(ThreadGroup&, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                               std::uint32_t block_shift) const {
-    for_block_runs(blocks, block_shift, n,
-                   [&](std::uint32_t off, std::uint32_t len) { std::memcpy(dst + off, src + off, len); });
+    copy_blocks(dst, src, n, blocks, block_shift);
 }
 
 HostTables::HostTables(const Config& cfg, std::byte* data, std::byte* frames) {

@@ -1044,11 +1044,12 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
     // stored. Fewer registers than a loop over runs in get()'s kernels, whose hits spilled with it (H100: get() hits
     // 5-17% slower).
     const std::uint32_t first = ctz64(s.blocks), off = first << v.block_shift(), blocks = s.blocks >> first,
-                        len = bit_width32(blocks) << v.block_shift(), bytes = v.page_bytes(page) - off;
+                        len = bit_width32(blocks) << v.block_shift(), left = v.page_bytes(page) - off,
+                        n = len < left ? len : left;
     if ((blocks & (blocks + 1)) == 0)
-        m.to_frame(g, frame + off, v.host_page(page) + off, len < bytes ? len : bytes);
+        m.to_frame(g, frame + off, v.host_page(page) + off, n);
     else
-        m.to_frame_blocks(g, frame + off, v.host_page(page) + off, len < bytes ? len : bytes, blocks, v.block_shift());
+        m.to_frame_blocks(g, frame + off, v.host_page(page) + off, n, blocks, v.block_shift());
     g.sync();
     if (finisher) {
         if (s.kind == Step::sector)
