@@ -95,6 +95,56 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
 }
 
+// fill_displaced over every page of `from`, a warp a page: lane k places block k (displaced_slot), then the warp
+// copies the blocks placed four at a time, eight lanes a block, every load in flight before the stores. A thread a
+// page, each copying its blocks 16 bytes at a time, made 16- and 32-byte requests over PCIe: 300K blocks took about
+// 4.5 ms (H200, Zipf u64 over 1 GiB at a 25% pool; bench/results/umem-h200-2026-11-28c.md).
+__global__ void fill_displaced_kernel(PagerView from, PagerView to) {
+    if (!any_displaced(from)) return;
+    const WarpGroup g = WarpGroup::self();
+    const std::uint64_t warps = (static_cast<std::uint64_t>(gridDim.x) * blockDim.x) >> 5;
+    const std::uint32_t d = from.page_shift - to.page_shift;
+    for (std::uint64_t page = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; page < from.pages; page += warps) {
+        std::uint32_t frame = 0;
+        const std::uint32_t want = displaced_want(from, page, frame);
+        if (want == 0) continue;
+        // Warps of pages that share the frame race for its free sub-frames: a block that lost looks again.
+        std::uint32_t placed = 0, s = 32;
+        for (int attempt = 0; attempt < 4 && (want & ~placed) != 0; ++attempt) {
+            const std::uint32_t left = want & ~placed,
+                                free = __ballot_sync(0xffffffffu,
+                                                     atom::peek(&to.frame_owner[(frame << d) | g.lane]) == free_frame);
+            if (free == 0) break;
+            if ((left >> g.lane) & 1u) s = displaced_slot(left, free, g.lane);
+            placed |= __ballot_sync(0xffffffffu, ((left >> g.lane) & 1u) && s != 32 &&
+                                                     claim_displaced(to, (frame << d) | s, (page << d) | g.lane));
+        }
+        const std::uint32_t n = popcount32(placed), part = (g.lane & 7u) * 16;
+        if (from.page_bytes(page) != from.page_size()) {  // the array's last page, short: a lane its own block
+            if ((placed >> g.lane) & 1u)
+                copy_words(to.frame_data((frame << d) | s), to.host_page((page << d) | g.lane),
+                           to.page_bytes((page << d) | g.lane));
+        } else {
+            uint4 x[8];  // the i-th block placed: lanes 8 (i % 4) .. 8 (i % 4) + 7, round i / 4
+#pragma unroll
+            for (std::uint32_t r = 0; r < 8; ++r) {
+                const std::uint32_t i = 4 * r + g.lane / 8, k = __fns(placed, 0, static_cast<int>(i) + 1);
+                if (i < n) x[r] = load16(from.host_page(page) + (k << to.page_shift) + part);
+            }
+#pragma unroll
+            for (std::uint32_t r = 0; r < 8; ++r) {
+                const std::uint32_t i = 4 * r + g.lane / 8, k = __fns(placed, 0, static_cast<int>(i) + 1);
+                const std::uint32_t at = __shfl_sync(0xffffffffu, s, k & 31u);  // block k's sub-frame
+                if (i < n) __stcg(reinterpret_cast<uint4*>(to.frame_data((frame << d) | at) + part), x[r]);
+            }
+        }
+        if (g.leader() && n != 0) {
+            to.count(g.shard(), c_prefetches, n);
+            to.count(g.shard(), c_bytes_in, std::uint64_t{n} << to.page_shift);
+        }
+    }
+}
+
 // What a look reads, into `out` (pinned, mapped host memory; plain stores, as a GPU's atomics on host memory are not
 // atomic): the tally's two words, and the bytes filled so far, which where nothing is ever evicted are the bytes in
 // frames (change_pays). One launch instead of a copy and a launch (each API call of a change costs 3-10 us).
@@ -240,31 +290,35 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     view_.page_shift = shift;
     view_.pages = pages_at(shift);
     view_.frames_n = static_cast<std::uint32_t>(frames);
-    // Marks and partial pages only at the 4 KiB start: 0.3% of the array, for the first choice.
-    const bool start = auto_ && shift == auto_start_shift;
+    // Marks only at the 4 KiB start, for the first choice: partial pages' blocks and dirty blocks; where pages can
+    // share frames, the frames' slots and the displaced blocks. 0.3-0.4% of the array.
+    const bool start = auto_ && shift == auto_start_shift, sharing = start && !view_.never_evicts();
     const bool cleared = spare_table_ != nullptr && spare_shift_ == shift;  // mapped and cleared by table_maker_
+    const std::uint64_t marks = start ? view_.pages * 12 + (sharing ? view_.frames_n * 4ull + view_.pages * 4 : 0) : 0;
     std::uint64_t* table = nullptr;
     if (cleared) {  // the kernels after this wait for the clearing on the GPU, the host does not
         cuda_check(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(maker_cleared_), 0),
                    "umem: cudaStreamWaitEvent", "page table");
         table = static_cast<std::uint64_t*>(std::exchange(spare_table_, nullptr));
     } else {
-        const std::uint64_t marks = start ? view_.pages * 12 + view_.frames_n * 4ull : 0;  // sectors, dirty, slots
         table = device_alloc<std::uint64_t>((table_bytes(shift) + marks + 7) / 8, "page table", true, stream);
     }
     // One allocation, one free (each API call of a change costs 5-10 us, H200): the table (place_table); at the
-    // start the partial pages' blocks and the dirty blocks after it.
+    // start the marks after it.
     place_table(view_, table);
     view_.sectors = start ? view_.pte + table_bytes(shift) / 8 : nullptr;
     view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
-    view_.shared_slots = start && !view_.never_evicts() ? view_.dirty_blocks + view_.pages : nullptr;
+    view_.shared_slots = sharing ? view_.dirty_blocks + view_.pages : nullptr;
+    view_.displaced_blocks = sharing ? view_.shared_slots + view_.frames_n : nullptr;
     if (start)
-        cuda_check(cudaMemsetAsync(view_.sectors, 0, view_.pages * 12 + view_.frames_n * 4ull, stream),
-                   "umem: cudaMemset", "partial pages' blocks, dirty blocks and shared frames' slots");
+        cuda_check(cudaMemsetAsync(view_.sectors, 0, marks, stream), "umem: cudaMemset",
+                   "partial pages' blocks, dirty blocks, shared frames' slots and displaced blocks");
     if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
         relay_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(old, view_);
+        if (old.shared_slots != nullptr)  // only to 128 B: any other choice settled them (view)
+            fill_displaced_kernel<<<per_page_grid(old.pages * 32), 256, 0, stream>>>(old, view_);
     } else {
         cuda_check(cudaMemsetAsync(view_.ctl, 0, ctl_words * 8, stream), "umem: cudaMemset", "control words");
         if (view_.profile != nullptr)

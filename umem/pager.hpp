@@ -46,7 +46,7 @@ enum Counter : unsigned {
     c_hits,          // accesses that found the page resident
     c_faults,        // accesses that found it not resident (fill, read-through or wait)
     c_fills,         // pages copied into a frame on a fault
-    c_prefetches,    // pages copied into a frame ahead of a sequential stream
+    c_prefetches,    // pages copied in ahead of an access: of a sequential stream, or read in place (fill_displaced)
     c_read_through,  // accesses served from host memory in place
     c_waits,         // accesses that waited for another filler/evictor (coalesced faults)
     c_evictions,     // frames taken from a resident page
@@ -72,14 +72,19 @@ inline constexpr std::uint32_t shared_frame = 0xfffffffdu;
 inline constexpr unsigned ctl_fresh = 0;       // next never-used frame
 inline constexpr unsigned ctl_free_first = 1;  // a change to smaller pages left frames free: take those first
 inline constexpr unsigned ctl_shared = 2;      // a frame was opened for pages to share (place_shared, any_shared)
+inline constexpr unsigned ctl_displaced = 3;   // a block was read in place for want of a slot (note_displaced)
 inline constexpr unsigned ctl_hand = 16;       // CLOCK hand
 inline constexpr unsigned ctl_evicted = 32;    // evictions in the current window (adaptive admission)
 inline constexpr unsigned ctl_unused = 33;     // of those, pages whose hits did not pay for their fill
 inline constexpr unsigned ctl_words = 48;
-inline constexpr std::uint64_t thrash_window = 4096;   // evictions per measurement window
-inline constexpr std::uint64_t free_first_steps = 64;  // claim_frame: how far the hand looks for a free frame first
-inline constexpr std::uint64_t sweep_steps = 256;      // claim_frame: the most frames one claim looks at (below)
-inline constexpr std::uint32_t share_walk = 4;         // place_shared: frames one placement looks at
+inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measurement window
+// claim_frame: how far the hand looks for a free frame first. At 64, once fill_displaced had filled frames' free
+// sub-frames up (runs of 32 taken ones) and left an eighth of the pool free, some claim soon met 64 taken ones, CLOCK
+// took over and evicted 1.8M blocks the kernel read again (H200, Zipf u64 over 4 GiB at a 25% pool, second pass
+// 107-110 ms; at 256, 75 ms and 0.5M; bench/results/umem-h200-2026-11-28c.md).
+inline constexpr std::uint64_t free_first_steps = 256;
+inline constexpr std::uint64_t sweep_steps = 256;  // claim_frame: the most frames one claim looks at (below)
+inline constexpr std::uint32_t share_walk = 4;     // place_shared: frames one placement looks at
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -131,6 +136,10 @@ struct PagerView {
     // evicted; the change to 128-byte pages makes each slot a frame of its own (relay_page), any other choice settles
     // them first (settle_shared).
     std::uint32_t* shared_slots = nullptr;
+    // [pages], with shared_slots (null otherwise): the blocks of a page in a shared frame that a lone read read in
+    // place because another page's block held their slot (note_displaced); the change to 128-byte pages fills them
+    // into free sub-frames of the page's frame (fill_displaced).
+    std::uint32_t* displaced_blocks = nullptr;
     // [pages / 64 rounded up], set by the owner exactly where nothing is ever evicted (null elsewhere): bit p
     // set once page p is resident whole. There a page's frame is its own number (claim_frame), so a read hit
     // needs this bit and not the page's word: a bit a page stays in L2 where 8 bytes a page do not (H100,
@@ -490,10 +499,86 @@ UMEM_HD inline std::uint64_t relaid_fresh(const PagerView& from, std::uint32_t t
 // the frames taken before (relaid_fresh). On the GPU this runs in the relay kernel, so a change to
 // smaller pages copies nothing between host and device.
 UMEM_HD inline void relay_ctl(const PagerView& from, const PagerView& to) {
-    const std::uint64_t fresh = from.ctl[ctl_fresh];
+    const std::uint64_t fresh = from.ctl[ctl_fresh], displaced = from.ctl[ctl_displaced];
     for (unsigned i = 0; i < ctl_words; ++i) to.ctl[i] = 0;
     to.ctl[ctl_fresh] = relaid_fresh(from, to.page_shift, fresh);
     to.ctl[ctl_free_first] = 1;
+    to.ctl[ctl_displaced] = displaced;  // read by fill_displaced after the relay; no view after it has displaced blocks
+}
+
+// A lone read of a page in a shared frame that found its blocks' slots held by another page's blocks read them in
+// place (after_pin): marked here, so that the change to 128-byte pages fills them (fill_displaced). A load first: a
+// hot block read in place again and again sets its bit once.
+UMEM_HD inline void note_displaced(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
+    if (v.displaced_blocks == nullptr || (atom::peek(&v.displaced_blocks[page]) & blocks) == blocks) return;
+    atom::fetch_or(&v.displaced_blocks[page], blocks);
+    if (atom::peek(&v.ctl[ctl_displaced]) == 0) atom::store(&v.ctl[ctl_displaced], std::uint64_t{1});
+}
+
+// Whether fill_displaced has work (ctl_displaced, which relay_ctl keeps). Where none was displaced (warps' rows, or a
+// pool that had room) its kernel returns at once: its sweep of every page cost the batch after the change of 64-byte
+// rows over 1 GiB at a 25% pool 1.15-1.16x p128's time, 1.09 without it (H200, bench/results/umem-h200-2026-11-28c.md).
+UMEM_HD inline bool any_displaced(const PagerView& from) {
+    return from.displaced_blocks != nullptr && atom::peek(&from.ctl[ctl_displaced]) != 0;
+}
+
+// fill_displaced's work for page `page` of `from` (4 KiB pages about to be 128-byte pages): the blocks it read in
+// place for want of a slot (note_displaced) and still lacks, and its frame; 0 where there are none, or no frame to
+// fill them near (place_shared found none: the next kernel fills them on demand).
+UMEM_HD inline std::uint32_t displaced_want(const PagerView& from, std::uint64_t page, std::uint32_t& frame) {
+    if (from.displaced_blocks == nullptr) return 0;
+    const std::uint32_t marked = atom::peek(&from.displaced_blocks[page]);
+    const Pte e{atom::peek(&from.pte[page])};
+    if (marked == 0 || e.state() != PageState::resident || !e.is(Pte::partial)) return 0;
+    frame = e.frame();
+    return marked & ~static_cast<std::uint32_t>(atom::peek(&from.sectors[page]));  // since in a slot of its own
+}
+
+// Of a frame's sub-frames free as `free` says (bit j: sub-frame j), the one that block k of `want` takes: the n-th
+// free one for the n-th block wanted; 32 where there are fewer.
+UMEM_HD inline std::uint32_t displaced_slot(std::uint32_t want, std::uint32_t free, std::uint32_t k) {
+    for (std::uint32_t n = popcount32(want & ((1u << k) - 1u)); n > 0 && free != 0; --n) free &= free - 1;
+    return free == 0 ? 32u : ctz64(free);
+}
+
+// Sub-frame s of `to` for 128-byte page q, if nobody took it first: q resident there (its bytes copied before the next
+// kernel), as relay_page's sub-pages are: not referenced, its hits counted as paid (it was read).
+UMEM_HD inline bool claim_displaced(const PagerView& to, std::uint32_t s, std::uint64_t q) {
+    std::uint32_t owner = atom::peek(&to.frame_owner[s]);
+    if (owner != free_frame || !atom::cas(&to.frame_owner[s], owner, static_cast<std::uint32_t>(q))) return false;
+    atom::store(&to.pte[q], static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
+                                (static_cast<std::uint64_t>(s) << Pte::frame_shift));
+    return true;
+}
+
+// After relay_page of every page of `from` into 128-byte pages `to` (between kernels, no access in flight): page
+// `page`'s displaced blocks (displaced_want), each copied into a free sub-frame of its frame while there is one
+// (copy(dst, src, bytes)). Returns how many. Without it the next kernel filled those blocks on demand, a miss each,
+// after the first had read them in place: Zipf u64 over 1 GiB at a 25% pool, 356K fills made its second pass 5.8 ms
+// against p128's 1.3 (H200, bench/results/umem-h200-2026-11-28c.md). The GPU runs this a warp a page, the blocks'
+// copies coalesced (fill_displaced_kernel).
+template <class Copy>
+UMEM_HD inline std::uint32_t fill_displaced(const PagerView& from, const PagerView& to, std::uint64_t page,
+                                            unsigned shard, Copy&& copy) {
+    std::uint32_t frame = 0;
+    const std::uint32_t want = displaced_want(from, page, frame), d = from.page_shift - to.page_shift;
+    if (want == 0) return 0;
+    std::uint32_t free = 0, filled = 0;
+    for (std::uint32_t j = 0; j < (1u << d); ++j)
+        free |= static_cast<std::uint32_t>(atom::peek(&to.frame_owner[(frame << d) | j]) == free_frame) << j;
+    for (std::uint32_t w = want; w != 0; w &= w - 1) {
+        const std::uint32_t k = ctz64(w), s = displaced_slot(want, free, k);
+        const std::uint64_t q = (page << d) | k;
+        if (s == 32) break;  // the frame is full
+        if (!claim_displaced(to, (frame << d) | s, q)) continue;
+        copy(to.frame_data((frame << d) | s), to.host_page(q), to.page_bytes(q));
+        ++filled;
+    }
+    if (filled != 0) {
+        to.count(shard, c_prefetches, filled);
+        to.count(shard, c_bytes_in, std::uint64_t{filled} << to.page_shift);
+    }
+    return filled;
 }
 
 // What the leader decided for one access.
@@ -718,9 +803,11 @@ UMEM_HD inline Claim claim_frame(const PagerView& v, std::uint64_t page, unsigne
             continue;
         }
         if (free_first) {
-            if (i + 1 < free_first_steps) continue;
+            // Sooner where another claim found none: each step is an atomic on the hand, for every claim in flight.
+            const bool ended = i % 32 == 31 && atom::peek(&v.ctl[ctl_free_first]) == 0;
+            if (!ended && i + 1 < free_first_steps) continue;
             free_first = false;  // free frames are rare now: CLOCK from here on, for every claim
-            atom::store(&v.ctl[ctl_free_first], std::uint64_t{0});
+            if (!ended) atom::store(&v.ctl[ctl_free_first], std::uint64_t{0});
         }
         if (page >= v.pages) continue;  // never used, or shared (place_shared)
         std::uint64_t* slot = &v.pte[page];
@@ -855,6 +942,7 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                         // the access would have if the page were not resident. Nothing else can bring those blocks
                         // in while the frame is shared, so the host's bytes are the page's.
                         atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
+                        note_displaced(v, page, mine);
                         if (write) atom::fetch_add(slot, Pte::writer_one - Pte::pin_one);  // as held() says
                         v.count(shard, c_read_through);
                         return {Step::host, 0, no_page, 0, 0};

@@ -13,6 +13,7 @@
 #include <future>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -854,6 +855,8 @@ struct Relaid {
         view.dirty_blocks = nullptr;
         view.sectors = nullptr;
         view.whole = nullptr;
+        view.shared_slots = nullptr;  // as GpuPager's views after the change
+        view.displaced_blocks = nullptr;
         if (view.never_evicts()) {
             whole.assign(whole_words(view.pages), 0);
             view.whole = whole.data();
@@ -1248,10 +1251,12 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
 // An automatic pager's 4 KiB start over a pool smaller than the array, with frames that pages share and a tally
 // that proposes 128-byte pages (16 sampled regions, one block read in each).
 struct SharingStart : AutomaticStart {
-    std::vector<std::uint32_t> shared;
+    std::vector<std::uint32_t> shared, displaced;
     SharingStart(std::uint64_t pages, std::uint64_t frames) : AutomaticStart(pages, frames, Admission::adaptive) {
         shared.assign(view.frames_n, 0);
+        displaced.assign(view.pages, 0);
         view.shared_slots = shared.data();
+        view.displaced_blocks = displaced.data();
         std::uint64_t t[2];
         region_tally(1u, t);
         slots[profile_tally] = 16 * t[0];
@@ -1430,6 +1435,84 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
     }
 }
 
+// fill_displaced over every page, a block copied word by word.
+std::uint64_t fill_all_displaced(const PagerView& from, const PagerView& to) {
+    std::uint64_t n = 0;
+    for (std::uint64_t q = 0; q < from.pages; ++q)
+        n += fill_displaced(from, to, q, 0, [](std::byte* dst, const std::byte* src, std::uint32_t bytes) {
+            copy_words(dst, src, bytes);
+        });
+    return n;
+}
+
+TEST_CASE("blocks read in place for want of a slot are filled into their frame's free slots at the change to 128 B") {
+    SharingStart s(64, 4);
+    const PagerView& from = s.view;
+    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 (written) in slot 3
+    CHECK(std::all_of(s.displaced.begin(), s.displaced.end(), [](std::uint32_t m) { return m == 0; }));
+    CHECK_FALSE(any_displaced(from));  // the GPU's kernel would return at once
+    // Page 10's block 3 and page 3's block 1: each slot is the other page's, so both are read in place, and marked.
+    auto read_at = [](const PagerView& v, std::uint64_t page, std::uint64_t w, const std::byte* at) {
+        const auto [a, x] = read_lone(v, page, w);
+        CHECK(a == at);
+        return x;
+    };
+    CHECK(read_at(from, 10, 3 * 16 + 5, from.host_page(10)) == 10 * kWords + 53);
+    CHECK(read_at(from, 3, 16 + 2, from.host_page(3)) == 3 * kWords + 18);
+    CHECK(read_lone(from, 3, 16 + 9).first == from.host_page(3));  // again: the mark stays as it was
+    CHECK(s.displaced[10] == 1u << 3);
+    CHECK(s.displaced[3] == 1u << 1);
+    CHECK(any_displaced(from));
+    // Page 11 found no frame at all (place_shared): nothing to fill it near, so no mark.
+    CHECK(read_lone(from, 11, 16).first == from.host_page(11));
+    CHECK(s.displaced[11] == 0);
+    Relaid r(from, 7);
+    const PagerView& to = r.view;
+    for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+    relay_ctl(from, to);
+    CHECK(r.ctl[ctl_displaced] == 1);  // kept for fill_displaced, after the relay
+    const std::uint64_t before = s.pager.stats()[c_bytes_in];
+    CHECK(fill_all_displaced(from, to) == 2);
+    // Sub-page 32 * 3 + 1 into frame 3's first free slot (sub-frame 96), 32 * 10 + 3 into the next (98); the
+    // sub-pages relaid there stay.
+    const std::map<std::uint32_t, std::uint64_t> in3 = {{96, 97}, {97, 321}, {98, 323}, {99, 99}};
+    for (const auto& [f, q] : in3) {
+        INFO("sub-frame " << f);
+        CHECK(r.owner[f] == q);
+        const Pte e{r.pte[q]};
+        CHECK(e.state() == PageState::resident);
+        CHECK(e.frame() == f);
+        CHECK(e.pins() == 0);
+        CHECK(word(to.frame_data(f), 0) == (q == 99 ? 3 * kWords + 48 + 1000 : q * 16));
+        CHECK(word(to.frame_data(f), 15) == q * 16 + 15);
+    }
+    CHECK_FALSE(Pte{r.pte[97]}.is(Pte::dirty));
+    CHECK(s.pager.stats()[c_prefetches] == 2);
+    CHECK(s.pager.stats()[c_bytes_in] == before + 256);
+    CHECK(Pte{r.pte[11 * 32 + 1]}.state() == PageState::host);
+    // Reads at 128 B find them.
+    CHECK(read_at(to, 97, 2, to.frame_data(96)) == 3 * kWords + 18);
+    CHECK(read_at(to, 323, 5, to.frame_data(98)) == 10 * kWords + 53);
+    // More displaced blocks than free slots: the frame fills up, no slot taken twice, the rest left to the next kernel.
+    SharingStart s2(64, 4);
+    share_some(s2);
+    s2.displaced[10] = ~0u;  // all but block 1, in slot 1, want a slot: 31, where 30 are free
+    Relaid r2(s2.view, 7);
+    for (std::uint64_t q = 0; q < r2.view.pages; ++q) relay_page(s2.view, r2.view, q);
+    CHECK(fill_all_displaced(s2.view, r2.view) == 30);
+    std::set<std::uint64_t> owners;
+    for (std::uint32_t f = 96; f < 128; ++f) {
+        INFO("sub-frame " << f);
+        const std::uint64_t q = r2.owner[f];
+        CHECK(owners.insert(q).second);
+        REQUIRE(q < r2.view.pages);
+        CHECK(Pte{r2.pte[q]}.frame() == f);
+        CHECK(word(r2.view.frame_data(f), 7) == q * 16 + 7);
+    }
+    CHECK(owners.contains(99));   // page 3's block, relaid
+    CHECK(owners.contains(321));  // page 10's own
+}
+
 TEST_CASE("another first choice gives each shared frame to the page of its lowest slot, the others written back") {
     SharingStart s(64, 4);
     PagerView& v = s.view;
@@ -1528,6 +1611,21 @@ TEST_CASE(
         CHECK(r.owner[e.frame()] == q);
     }
     for (std::uint32_t f = 0; f < r.view.frames_n; ++f) CHECK((r.owner[f] == free_frame) != frame_of.contains(f));
+    // The blocks read in place for want of a slot (marked while the threads ran), filled into free sub-frames of
+    // their page's frame where there are any (these frames are mostly full): still no frame twice, each what host
+    // memory holds (a write displaced from a slot was written there, in place).
+    CHECK(std::any_of(s.displaced.begin(), s.displaced.end(), [](std::uint32_t m) { return m != 0; }));
+    INFO("displaced blocks filled: " << fill_all_displaced(v, r.view));
+    for (std::uint64_t q = 0; q < r.view.pages; ++q) {
+        const Pte e{r.pte[q]};
+        if (e.state() != PageState::resident) continue;
+        const auto relaid = frame_of.find(e.frame());
+        if (relaid != frame_of.end() && relaid->second == q) continue;
+        CHECK(relaid == frame_of.end());
+        frame_of.emplace(e.frame(), q);
+        CHECK(r.owner[e.frame()] == q);
+        CHECK(std::memcmp(r.view.frame_data(e.frame()), r.view.host_page(q), 128) == 0);
+    }
     ThreadGroup g{0};
     CpuMover m;
     flush_all(r.view, g, m);
