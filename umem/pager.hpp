@@ -81,7 +81,7 @@ inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measureme
 // claim_frame: how far the hand looks for a free frame first. At 64, once fill_displaced had filled frames' free
 // sub-frames up (runs of 32 taken ones) and left an eighth of the pool free, some claim soon met 64 taken ones, CLOCK
 // took over and evicted 1.8M blocks the kernel read again (H200, Zipf u64 over 4 GiB at a 25% pool, second pass
-// 107-110 ms; at 256, 75 ms and 0.5M; bench/results/umem-h200-2026-11-28c.md).
+// 106-110 ms; at 256, 75 ms and 0.5M; bench/results/umem-h200-2026-11-28c.md).
 inline constexpr std::uint64_t free_first_steps = 256;
 inline constexpr std::uint64_t sweep_steps = 256;  // claim_frame: the most frames one claim looks at (below)
 inline constexpr std::uint32_t share_walk = 4;     // place_shared: frames one placement looks at
@@ -516,8 +516,7 @@ UMEM_HD inline void note_displaced(const PagerView& v, std::uint64_t page, std::
 }
 
 // Whether fill_displaced has work (ctl_displaced, which relay_ctl keeps). Where none was displaced (warps' rows, or a
-// pool that had room) its kernel returns at once: its sweep of every page cost the batch after the change of 64-byte
-// rows over 1 GiB at a 25% pool 1.15-1.16x p128's time, 1.09 without it (H200, bench/results/umem-h200-2026-11-28c.md).
+// pool that had room) its kernel returns at once instead of reading every page's word.
 UMEM_HD inline bool any_displaced(const PagerView& from) {
     return from.displaced_blocks != nullptr && atom::peek(&from.ctl[ctl_displaced]) != 0;
 }
