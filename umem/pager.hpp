@@ -640,14 +640,18 @@ inline constexpr std::uint32_t lone_rest_blocks_for(std::uint64_t bytes) { retur
 // The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
 // start), before the first choice, only those of a small access (a quarter of the page or less), so that
 // a row's fill moves the row, not 4 KiB. A lone thread's element where the pool holds the array takes the aligned
-// chunk around it (lone_fill_shift_for): a page read densely costs what one whole fill does, in a few fills, and
-// sparse elements and short runs move a chunk a page. Else the whole page.
+// chunk around it (lone_fill_shift_for), or both chunks where it straddles two: a page read densely costs what one
+// whole fill does, in a few fills, and sparse elements and short runs move a chunk a page. Else the whole page.
+// (The chunk of the element's first byte alone left a straddling element's last bytes out of the frame, and the
+// access read them there: 16 bytes at 504 of a page, two u64 words around a 512-byte chunk's end, as a BFS reading
+// u32 neighbours through u64 words does; H200, umem-bench's BFS over RMAT 22 at a full pool read wrong levels.)
 UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
                                          std::uint64_t bytes) {
     if (v.sectors == nullptr || v.profile_decided != 0 || bytes > v.page_size() / 4) return v.page_blocks(page);
     if (lone_at_full_pool(v, bytes)) {
-        const std::uint64_t chunk = std::uint64_t{1} << v.lone_chunk_shift(v.page_shift);
-        return v.blocks_of(offset & ~(chunk - 1), chunk) & v.page_blocks(page);
+        const std::uint64_t chunk = std::uint64_t{1} << v.lone_chunk_shift(v.page_shift), first = offset & ~(chunk - 1),
+                            end = (offset + bytes + chunk - 1) & ~(chunk - 1);
+        return v.blocks_of(first, end - first) & v.page_blocks(page);
     }
     return v.blocks_of(offset, bytes) & v.page_blocks(page);
 }

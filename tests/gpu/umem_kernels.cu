@@ -81,13 +81,14 @@ __global__ void one_word_kernel(Array<std::uint64_t> a, std::uint64_t i, unsigne
     if (a.get(i) != i) atomicAdd(bad, 1ull);
 }
 
-// Warp w reads word `word` of page first + w through warp_acquire, naming only that word.
+// Warp w reads words [word, word + n) of page first + w through warp_acquire, naming only those, lane k word + k.
 __global__ void warp_word_kernel(Array<std::uint64_t> a, std::uint64_t first, std::uint64_t pages, unsigned word,
-                                 unsigned long long* bad) {
+                                 unsigned n, unsigned long long* bad) {
     const std::uint64_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, i = (first + w) * kWords + word;
+    const unsigned lane = threadIdx.x & 31;
     if (w >= pages) return;
-    PageRef<std::uint64_t> r = a.warp_acquire(first + w, false, i, 1);
-    if ((threadIdx.x & 31) == 0 && load_cg(r.data + i % a.per_page()) != i) atomicAdd(bad, 1ull);
+    PageRef<std::uint64_t> r = a.warp_acquire(first + w, false, i, n);
+    if (lane < n && load_cg(r.data + (i + lane) % a.per_page()) != i + lane) atomicAdd(bad, 1ull);
     a.warp_release(r);
 }
 
@@ -559,6 +560,18 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     return r;
 }
 
+std::uint64_t run_straddling_reads(std::uint64_t pages) {
+    FullPoolAuto full(pages);
+    GpuPager& pager = full.pager;
+    const Array<std::uint64_t> a(pager.view(), pager.ring());  // one view: the 4 KiB start throughout
+    Counter bad;
+    for (unsigned word : {63u, 127u, 255u}) {  // bytes 504-519, 1016-1031, 2040-2055
+        warp_word_kernel<<<static_cast<unsigned>((pages + 7) / 8), 256>>>(a, 0, pages, word, 2, bad.p);
+        ck(cudaDeviceSynchronize(), "warp word kernel");
+    }
+    return bad.get();
+}
+
 DecidedFills run_decided_fills(std::uint64_t pages) {
     FullPoolAuto full(pages);
     GpuPager& pager = full.pager;
@@ -569,7 +582,7 @@ DecidedFills run_decided_fills(std::uint64_t pages) {
     DecidedFills r;
     r.page_size = pager.page_size();
     const Stats before = pager.stats();
-    warp_word_kernel<<<static_cast<unsigned>((pages / 2 + 7) / 8), 256>>>(a, pages / 2, pages / 2, 5, bad.p);
+    warp_word_kernel<<<static_cast<unsigned>((pages / 2 + 7) / 8), 256>>>(a, pages / 2, pages / 2, 5, 1, bad.p);
     ck(cudaDeviceSynchronize(), "warp word kernel");
     r.second = counters_change(before, pager.stats());
     r.bad = bad.get();

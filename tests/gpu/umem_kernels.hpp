@@ -70,6 +70,11 @@ struct PartialHits {
 };
 PartialHits run_partial_page_hits(std::uint64_t pages);
 
+// Lone reads that straddle two chunks: automatic page size, a pool that holds `pages` pages, before the first choice;
+// a warp a page reads two u64 words around the end of its page's 512-byte, 1 KiB and 2 KiB chunk in turn (as a
+// BFS reading u32 neighbours through u64 words does). The words read wrong.
+std::uint64_t run_straddling_reads(std::uint64_t pages);
+
 // The first choice reaches warp_acquire's misses (Array::acquire_out_of_line passes profile_decided): automatic page
 // size, a pool that holds `pages` pages; a kernel of warps reading whole 4 KiB pages of the first half (the choice
 // keeps 4 KiB, nothing re-laid), then one of a warp a page of the second half reading one word through warp_acquire.

@@ -144,6 +144,13 @@ TEST_CASE(
     CHECK(in == pages * 4096);  // every byte once
 }
 
+TEST_CASE("a lone read that straddles two chunks of a page at a full pool fills both, and reads both words there") {
+    need_gpu();
+    // Filling only the chunk of the read's first byte left the second word out of the frame, and the read took it
+    // from there: umem-bench's BFS over RMAT 22 read wrong levels (H200).
+    CHECK(run_straddling_reads(4096) == 0);
+}
+
 TEST_CASE("after a first choice that keeps 4 KiB, a warp's one-word miss fills its page whole") {
     need_gpu();
     // Before the choice such a miss fills a chunk (the test above). The choice is not written into the view that

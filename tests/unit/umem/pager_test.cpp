@@ -967,7 +967,20 @@ TEST_CASE(
             CHECK(missing_blocks(v, 5, 600, 8, 0xfu, 0xfff00u) == 0xfffffff0u);  // 4 in, 12 claimed: the rest
             CHECK(missing_blocks(v, 5, 0, 256, 0xffffu, 0) == 0);                // a warp's row in: a hit
             CHECK(missing_blocks(v, 5, 2048, 256, 0xffffu, 0) == 0x30000u);      // a warp's row: its own blocks
+            // An element that straddles two chunks (16 bytes at 504: two u64 words around the first chunk's end):
+            // both chunks, and with the first in, the second.
+            CHECK(need_blocks(v, 5, 504, 16) == 0xffu);
+            CHECK(missing_blocks(v, 5, 504, 16, 0xfu, 0) == 0xf0u);
+            CHECK(need_blocks(v, 5, 4088, 8) == 0xf0000000u);  // the page's last word: its last chunk
             v.lone_rest_blocks = 0;
+            {  // through the protocol: both words from the frame, page 2 partial with both chunks in
+                a = acquire(v, 2, false, g, m, 16, 504);
+                CHECK(a == v.frame_data(Pte{v.pte[2]}.frame()));
+                CHECK(word(a, 63) == 2 * kWords + 63);
+                CHECK(word(a, 64) == 2 * kWords + 64);
+                release(v, 2, g, a, false);
+                CHECK(static_cast<std::uint32_t>(sectors[2]) == 0xffu);
+            }
             v.lone_fill_shift = 10;  // through the protocol: page 6 comes in 1 KiB at a time, each chunk once
             const std::uint64_t in = p.stats()[c_bytes_in];
             a = acquire(v, 6, false, g, m, 8, 1500);
