@@ -100,7 +100,6 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
 // page, each copying its blocks 16 bytes at a time, made 16- and 32-byte requests over PCIe: 300K blocks took about
 // 4.5 ms (H200, Zipf u64 over 1 GiB at a 25% pool; bench/results/umem-h200-2026-11-28c.md).
 __global__ void fill_displaced_kernel(PagerView from, PagerView to) {
-    if (!any_displaced(from)) return;
     const WarpGroup g = WarpGroup::self();
     const std::uint64_t warps = (static_cast<std::uint64_t>(gridDim.x) * blockDim.x) >> 5;
     const std::uint32_t d = from.page_shift - to.page_shift;
@@ -146,8 +145,9 @@ __global__ void fill_displaced_kernel(PagerView from, PagerView to) {
 }
 
 // What a look reads, into `out` (pinned, mapped host memory; plain stores, as a GPU's atomics on host memory are not
-// atomic): the tally's two words, and the bytes filled so far, which where nothing is ever evicted are the bytes in
-// frames (change_pays). One launch instead of a copy and a launch (each API call of a change costs 3-10 us).
+// atomic): the tally's two words, the bytes filled so far, which where nothing is ever evicted are the bytes in
+// frames (change_pays), and whether a lone read was displaced from a shared frame (fill_displaced). One launch instead
+// of a copy and a launch (each API call of a change costs 3-10 us).
 __global__ void look_kernel(PagerView v, std::uint64_t* out) {
     const unsigned i = threadIdx.x;  // a thread a counter shard
     std::uint64_t n = v.counters[i * counter_stride + c_bytes_in];
@@ -161,6 +161,7 @@ __global__ void look_kernel(PagerView v, std::uint64_t* out) {
         std::uint64_t total = 0;
         for (unsigned w = 0; w < counter_shards / 32; ++w) total += part[w];
         out[2] = total;
+        out[3] = any_displaced(v);
     }
 }
 
@@ -227,7 +228,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_bits = profile_bits_for(cfg.bytes);
         cuda_check(cudaMemset(view_.profile, 0, profile_words * 8), "umem: cudaMemset", "page-size profile");
         void* choice = nullptr;
-        cuda_check(cudaHostAlloc(&choice, 32, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size proposal");
+        cuda_check(cudaHostAlloc(&choice, 40, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size proposal");
         choice_ = static_cast<std::uint32_t*>(choice);
         *choice_ = 0;
         looked_ = static_cast<std::uint64_t*>(choice) + 1;
@@ -317,7 +318,10 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
         relay_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(old, view_);
-        if (old.shared_slots != nullptr)  // only to 128 B: any other choice settled them (view)
+        // Only to 128 B (any other choice settled them, view), and only where the look saw a block displaced: no
+        // launch where none was (warps' rows, a pool with room). Measured, that made no difference to 64-byte rows
+        // over 1 GiB at a 25% pool (1.09-1.11x p128 either way; H200, bench/results/umem-h200-2026-11-28c.md).
+        if (old.shared_slots != nullptr && looked_[3] != 0)
             fill_displaced_kernel<<<per_page_grid(old.pages * 32), 256, 0, stream>>>(old, view_);
     } else {
         cuda_check(cudaMemsetAsync(view_.ctl, 0, ctl_words * 8, stream), "umem: cudaMemset", "control words");

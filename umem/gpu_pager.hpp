@@ -78,7 +78,9 @@ private:
     std::uint64_t decisions_ = 0;      // looks at the profile that decided something
     std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
-    std::uint64_t* looked_ = nullptr;  // pinned, after *choice_: the tally's two words and the pages whole, at a look
+    // Pinned, after *choice_, written by a look: the tally's two words, the bytes filled, whether a block was
+    // displaced.
+    std::uint64_t* looked_ = nullptr;
     std::uint64_t* looked_dev_ = nullptr;  // the same, mapped for the GPU
     std::uint32_t look_every_ = 1;         // proposals of another page size between looks at the tally
     std::uint32_t since_look_ = 0;

@@ -499,11 +499,10 @@ UMEM_HD inline std::uint64_t relaid_fresh(const PagerView& from, std::uint32_t t
 // the frames taken before (relaid_fresh). On the GPU this runs in the relay kernel, so a change to
 // smaller pages copies nothing between host and device.
 UMEM_HD inline void relay_ctl(const PagerView& from, const PagerView& to) {
-    const std::uint64_t fresh = from.ctl[ctl_fresh], displaced = from.ctl[ctl_displaced];
+    const std::uint64_t fresh = from.ctl[ctl_fresh];
     for (unsigned i = 0; i < ctl_words; ++i) to.ctl[i] = 0;
     to.ctl[ctl_fresh] = relaid_fresh(from, to.page_shift, fresh);
     to.ctl[ctl_free_first] = 1;
-    to.ctl[ctl_displaced] = displaced;  // read by fill_displaced after the relay; no view after it has displaced blocks
 }
 
 // A lone read of a page in a shared frame that found its blocks' slots held by another page's blocks read them in
@@ -515,10 +514,10 @@ UMEM_HD inline void note_displaced(const PagerView& v, std::uint64_t page, std::
     if (atom::peek(&v.ctl[ctl_displaced]) == 0) atom::store(&v.ctl[ctl_displaced], std::uint64_t{1});
 }
 
-// Whether fill_displaced has work (ctl_displaced, which relay_ctl keeps). Where none was displaced (warps' rows, or a
-// pool that had room) its kernel returns at once instead of reading every page's word.
-UMEM_HD inline bool any_displaced(const PagerView& from) {
-    return from.displaced_blocks != nullptr && atom::peek(&from.ctl[ctl_displaced]) != 0;
+// Whether fill_displaced has work: a block was displaced (ctl_displaced). GpuPager's look reads it after the kernels,
+// so that a change where none was (warps' rows, or a pool with room) launches no kernel for it.
+UMEM_HD inline bool any_displaced(const PagerView& v) {
+    return v.displaced_blocks != nullptr && atom::peek(&v.ctl[ctl_displaced]) != 0;
 }
 
 // fill_displaced's work for page `page` of `from` (4 KiB pages about to be 128-byte pages): the blocks it read in
