@@ -505,13 +505,18 @@ UMEM_HD inline void relay_ctl(const PagerView& from, const PagerView& to) {
     to.ctl[ctl_free_first] = 1;
 }
 
+// Control word `w` set to 1 (ctl_shared, ctl_displaced), by a load first: many threads say the same, once is enough.
+UMEM_HD inline void raise_ctl(const PagerView& v, unsigned w) {
+    if (atom::peek(&v.ctl[w]) == 0) atom::store(&v.ctl[w], std::uint64_t{1});
+}
+
 // A lone read of a page in a shared frame that found its blocks' slots held by another page's blocks read them in
 // place (after_pin): marked here, so that the change to 128-byte pages fills them (fill_displaced). A load first: a
 // hot block read in place again and again sets its bit once.
 UMEM_HD inline void note_displaced(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
     if (v.displaced_blocks == nullptr || (atom::peek(&v.displaced_blocks[page]) & blocks) == blocks) return;
     atom::fetch_or(&v.displaced_blocks[page], blocks);
-    if (atom::peek(&v.ctl[ctl_displaced]) == 0) atom::store(&v.ctl[ctl_displaced], std::uint64_t{1});
+    raise_ctl(v, ctl_displaced);
 }
 
 // Whether fill_displaced has work: a block was displaced (ctl_displaced). GpuPager's look reads it after the kernels,
@@ -714,7 +719,7 @@ UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page
     if (n != Pte::max_frames) {
         atom::store(&v.shared_slots[n], blocks);
         atom::store(&v.frame_owner[n], shared_frame);
-        if (atom::peek(&v.ctl[ctl_shared]) == 0) atom::store(&v.ctl[ctl_shared], std::uint64_t{1});
+        raise_ctl(v, ctl_shared);
         return n;
     }
     const std::uint64_t h = ((page << 5) + ctz64(blocks)) * 0x9e3779b97f4a7c15ull;
