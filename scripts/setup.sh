@@ -14,7 +14,8 @@ PKGS=(g++ ninja-build pkg-config git python3 libpci-dev libhwloc-dev libxml2-dev
       bc bison flex libelf-dev libssl-dev make nlohmann-json3-dev chromium
       xdp-tools libxdp-dev libbpf-dev  # bench/nic/nic-vs-xdp: xdp-bench, xdp-trafficgen, AF_XDP
       libglib2.0-dev  # lab/plugins/insn_count.c (qemu-plugin.h includes glib.h)
-      libpcap-dev)  # examples/capture writes pcap files (read back by tcpdump, a guest program below)
+      libpcap-dev  # examples/capture writes pcap files (read back by tcpdump, a guest program below)
+      ccache)  # meson finds it: rebuilds and .ci/run's three builds from a fresh clone reuse objects
 # The packages of the programs lab guests run from this host's /usr (ip, tcpdump, ...): listed once, in
 # lab/guest-programs, which `lab/lab run` checks before booting.
 guest_programs="$(dirname "$0")/../lab/guest-programs"
