@@ -84,13 +84,18 @@ __device__ inline T load_cg(const T* p) {
     return x;
 }
 
+// For DeviceMover's copies: the 16 bytes at offset i where i's block (of 1 << block_shift bytes) is in `blocks`.
+__device__ inline auto in_blocks(std::uint32_t blocks, std::uint32_t block_shift) {
+    return [=](std::uint32_t i) { return ((blocks >> (i >> block_shift)) & 1u) != 0; };
+}
+
 struct DeviceMover {
     CopyRingView ring;  // slots == nullptr: GPU threads copy
 
     template <class G>
     __device__ void to_frame(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
         if (ring.slots != nullptr) return post(g, dst, src, n);
-        copy(g, dst, src, n, [](std::uint32_t) { return true; });
+        copy<G::loads_in_flight>(g, dst, src, n, [](std::uint32_t) { return true; });
     }
     // The blocks of a partial page's rest: to_frame's loads in flight, each 16 bytes loaded and stored where their
     // block is in `blocks`, so that the blocks in the frame between them stay as they are.
@@ -98,32 +103,30 @@ struct DeviceMover {
     __device__ void to_frame_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                                     std::uint32_t block_shift) const {
         if (ring.slots != nullptr) return post_blocks(g, dst, src, n, blocks, block_shift);
-        copy(g, dst, src, n, [&](std::uint32_t i) { return ((blocks >> (i >> block_shift)) & 1u) != 0; });
+        copy<G::loads_in_flight>(g, dst, src, n, in_blocks(blocks, block_shift));
     }
     template <class G>
     __device__ void to_host(G& g, std::byte* dst, const std::byte* src, std::uint32_t n) const {
         if (ring.slots != nullptr) return post(g, dst, src, n);
-        copy(g, dst, src, n, [](std::uint32_t) { return true; });
+        copy<G::loads_in_flight>(g, dst, src, n, [](std::uint32_t) { return true; });
         __threadfence_system();  // the host copy must be complete before the page turns host again
     }
-    // A partial page's blocks: one 16-byte load a lane at a time, each chunk copied when its block is in
-    // `blocks`. Slow and light: with runs of to_host's eight loads in flight this rare path, inlined into
-    // every access, made kernels spill where their hits run (H100: get() hits 9-17% slower).
+    // A partial page's blocks: one 16-byte load a lane at a time. Slow and light: with runs of to_host's
+    // eight loads in flight this rare path, inlined into every access, made kernels spill where their hits
+    // run (H100: get() hits 9-17% slower).
     template <class G>
     __device__ void to_host_blocks(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, std::uint32_t blocks,
                                    std::uint32_t block_shift) const {
         if (ring.slots != nullptr) return post_blocks(g, dst, src, n, blocks, block_shift);
-        for (std::uint32_t i = g.lane * 16; i < n; i += g.size() * 16)
-            if ((blocks >> (i >> block_shift)) & 1u) __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
+        copy<1>(g, dst, src, n, in_blocks(blocks, block_shift));
         __threadfence_system();
     }
 
 private:
-    // 16-byte loads, G::loads_in_flight per lane before the stores: with eight, a warp copies a 4 KiB
-    // page in one round. Only the 16 bytes at offsets that `want` takes.
-    template <class G, class Want>
+    // 16-byte loads, `batch` a lane before the stores: with eight, a warp copies a 4 KiB page in one round.
+    // Only the 16 bytes at offsets that `want` takes.
+    template <unsigned batch, class G, class Want>
     __device__ static void copy(G& g, std::byte* dst, const std::byte* src, std::uint32_t n, Want want) {
-        constexpr unsigned batch = G::loads_in_flight;
         const std::uint32_t stride = g.size() * 16;
         for (std::uint32_t base = g.lane * 16; base < n; base += stride * batch) {
             uint4 x[batch];

@@ -39,14 +39,8 @@ __global__ void flush_kernel(PagerView v) {
     for (std::uint64_t page = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; page < v.pages; page += warps) {
         Pte e{atom::load(&v.pte[page])};
         if (e.state() != PageState::resident || !e.is(Pte::dirty)) continue;
-        const std::byte* src = v.frame_data(e.frame());
-        std::byte* dst = v.host_page(page);
-        for_block_runs(data_blocks(v, page, e), v.block_shift(), v.page_bytes(page),
-                       [&](std::uint32_t off, std::uint32_t n) {
-                           for (std::uint32_t i = off + g.lane * 16; i < off + n; i += 512)
-                               __stcg(reinterpret_cast<uint4*>(dst + i), load16(src + i));
-                       });
-        __threadfence_system();
+        DeviceMover{}.to_host_blocks(g, v.host_page(page), v.frame_data(e.frame()), v.page_bytes(page),
+                                     data_blocks(v, page, e), v.block_shift());
         g.sync();
         if (g.leader()) {
             if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);

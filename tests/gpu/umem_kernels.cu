@@ -51,12 +51,13 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
     }
 }
 
-// Thread t reads word `word` of page t (of odd pages only, with odd_only) through get().
+// Thread t reads word `word` of page t (of odd pages only, with odd_only) through get(): element i holds i, or ~i
+// where page_write_kernel wrote it (written).
 __global__ void page_word_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word, bool odd_only,
-                                 unsigned long long* bad) {
-    const std::uint64_t t = blockIdx.x * blockDim.x + threadIdx.x;
+                                 unsigned long long* bad, bool written = false) {
+    const std::uint64_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t * kWords + word;
     if (t >= pages || (odd_only && (t & 1) == 0)) return;
-    if (a.get(t * kWords + word) != t * kWords + word) atomicAdd(bad, 1ull);
+    if (a.get(i) != (written ? ~i : i)) atomicAdd(bad, 1ull);
 }
 
 // Warp w writes ~i into element i, word `word` of page w, through warp_acquire naming that word.
@@ -67,13 +68,6 @@ __global__ void page_write_kernel(Array<std::uint64_t> a, std::uint64_t pages, u
     PageRef<std::uint64_t> r = a.warp_acquire(w, true, i, 1);
     if ((threadIdx.x & 31) == 0) r.data[word] = ~i;
     a.warp_release(r);
-}
-
-// Thread t checks that word `word` of page t holds what page_write_kernel wrote.
-__global__ void page_written_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word,
-                                    unsigned long long* bad) {
-    const std::uint64_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < pages && a.get(t * kWords + word) != ~(t * kWords + word)) atomicAdd(bad, 1ull);
 }
 
 // One thread reads element i through get().
@@ -553,8 +547,8 @@ PartialHits run_partial_page_hits(std::uint64_t pages) {
     const unsigned words = static_cast<unsigned>(r.chunk / 8);
     for (unsigned w = 0; w < kWords; w += words) step(w, false);  // every chunk: the pages whole
     Counter lost;
-    page_written_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(a, pages, 377, lost.p);
-    ck(cudaDeviceSynchronize(), "page written kernel");
+    page_word_kernel<<<static_cast<unsigned>((pages + 255) / 256), 256>>>(a, pages, 377, false, lost.p, true);
+    ck(cudaDeviceSynchronize(), "page word kernel, written");
     r.lost_writes = lost.get();
     r.bad = bad.get();
     return r;
