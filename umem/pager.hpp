@@ -695,10 +695,16 @@ UMEM_HD inline std::uint32_t* slots_in_use(const PagerView& v) {
 // pages. There a 4 KiB frame a block held 1/32 of what p128's pool holds: it thrashed, adaptive admission read the
 // misses in place, which left nothing in the pool, and the kernel after the change to 128 B filled it all again
 // (H100, Zipf u64 over 4 GiB at a 25% pool: second pass 204 ms against p128's 51).
+// Also while the tally has seen too little to propose anything, up to half the pool: the first kernel's first misses
+// otherwise took frames as pages' own, and in a pool of few frames left little to share (H200, runs of 4 u64 over
+// 1 GiB at a 64 MiB pool: first pass 5.4-9.4 against 15-18 ms, auto / p128 in total 0.78-1.11 against 1.64-2.12;
+// bench/results/umem-h200-2026-11-28d.md). The other half stays for pages of their own where the tally then proposes
+// larger pages (near-uniform reads at a 25% pool: 1.17-1.28 against 1.15-1.22).
 UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) {
     if (slots_in_use(v) == nullptr || write || bytes >= 32) return false;
     const std::uint64_t t[2] = {atom::peek(&v.profile[profile_tally]), atom::peek(&v.profile[profile_tally + 1])};
-    return tally_field(t, 5) >= 32ull * profile_min_regions && choose_page_shift(t, v.page_shift) == auto_min_shift;
+    if (tally_field(t, 5) < 32ull * profile_min_regions) return atom::peek(&v.ctl[ctl_fresh]) < v.frames_n / 2;
+    return choose_page_shift(t, v.page_shift) == auto_min_shift;
 }
 
 // A frame for a lone read's `blocks` (adjacent) of `page` that pages share: a never-used frame while any is left, so

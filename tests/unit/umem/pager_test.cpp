@@ -1394,6 +1394,34 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     for (std::uint64_t r : {0, 1, 2, 3, 10}) CHECK(Pte{v.pte[r]}.state() == PageState::resident);
 }
 
+TEST_CASE("before the tally has seen enough to propose, lone reads share frames until half the pool is taken") {
+    SharingStart s(64, 8);
+    PagerView& v = s.view;
+    s.slots[profile_tally] = 0;  // nothing seen: the first wave of a kernel's misses, before any proposal
+    s.slots[profile_tally + 1] = 0;
+    CHECK(shares(v, 8, false));
+    CHECK_FALSE(shares(v, 8, true));
+    CHECK_FALSE(shares(v, 32, false));
+    // Pages 0..5 read in block k: the first four open never-used frames for sharing (half of 8), the rest take
+    // frames of their own.
+    for (std::uint64_t k = 0; k < 6; ++k) {
+        INFO("page " << k);
+        const auto [at, x] = read_lone(v, k, 16 * k);
+        CHECK(x == k * kWords + 16 * k);
+        const std::uint32_t f = Pte{v.pte[k]}.frame();
+        CHECK(f == k);
+        CHECK(at == v.frame_data(f));
+        CHECK(s.shared[f] == (k < 4 ? 1u << k : 0u));
+    }
+    CHECK(v.ctl[ctl_fresh] == 6);
+    CHECK_FALSE(shares(v, 8, false));
+    // Past half the pool a lone read takes a frame of its own, as it did before sharing.
+    const auto [at, x] = read_lone(v, 8, 16 * 5);
+    CHECK(x == 8 * kWords + 16 * 5);
+    CHECK(Pte{v.pte[8]}.frame() == 6);  // not shared any more: a frame of its own
+    CHECK(at == v.frame_data(6));
+}
+
 // Four shared frames, every one taken: page 0's blocks 0 and 1 in frame 0, page 1's block 1 in frame 1, page 2's
 // blocks 1 and 2 in frame 2, page 3's block 3 and then page 10's block 1 (the only slot 1 free) in frame 3; page 3's
 // block written in its frame.
