@@ -934,6 +934,25 @@ UMEM_HD inline bool try_hit(const PagerView& v, std::uint64_t page, std::uint32_
     return true;
 }
 
+// Whether every block of `blocks` of a partial page was displaced (note_displaced) while frames are shared: its slot
+// in the page's frame is another page's for as long as the frame is shared (shared frames are neither evicted nor
+// emptied before the first choice), so the access reads in place without claiming it. Claimed only to fail, a hot
+// page's displaced block was a token that one access at a time held while the others waited: under Zipf a few warps
+// waited thousands of rounds and the first kernel took 3-6x as long (H200, runs of 8 u64 over 1 GiB at a 64 MiB
+// pool: 1% of warps ran 10-22 ms, the median under 1 ms; bench/results/umem-h200-2026-11-28d.md).
+UMEM_HD inline bool known_displaced(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
+    return slots_in_use(v) != nullptr && v.displaced_blocks != nullptr &&
+           (blocks & ~atom::peek(&v.displaced_blocks[page])) == 0;
+}
+
+// A partial page's access that reads or writes in place, its pin held (a write's turned into a writer's, as held()
+// says): what it would have done had the page not been resident. Host memory holds the blocks the frame lacks.
+UMEM_HD inline Step partial_in_place(const PagerView& v, std::uint64_t* slot, bool write, unsigned shard) {
+    if (write) atom::fetch_add(slot, Pte::writer_one - Pte::pin_one);
+    v.count(shard, c_read_through);
+    return {Step::host, 0, no_page, 0, 0};
+}
+
 // begin_access once the page is pinned (`e`: its word before the pin).
 UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write, unsigned shard, Pte e,
                               std::uint64_t bytes, std::uint64_t offset) {
@@ -945,6 +964,10 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                 const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w),
                                                              static_cast<std::uint32_t>(w >> 32));
                 if (missing != 0) {  // claim those nobody claimed (one copy: fill_frame)
+                    if (known_displaced(v, page, missing)) {
+                        v.count(shard, c_faults);
+                        return partial_in_place(v, slot, write, shard);
+                    }
                     const std::uint32_t mine = missing & ~static_cast<std::uint32_t>(w >> 32);
                     std::uint64_t expected = w;
                     if (mine != 0 && atom::cas(&v.sectors[page], expected, w | std::uint64_t{mine} << 32)) {
@@ -956,9 +979,7 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                         // in while the frame is shared, so the host's bytes are the page's.
                         atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
                         note_displaced(v, page, mine);
-                        if (write) atom::fetch_add(slot, Pte::writer_one - Pte::pin_one);  // as held() says
-                        v.count(shard, c_read_through);
-                        return {Step::host, 0, no_page, 0, 0};
+                        return partial_in_place(v, slot, write, shard);
                     }
                     atom::fetch_sub(slot, Pte::pin_one);
                     return {Step::wait, 0, no_page, 0, 0};

@@ -1504,6 +1504,16 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     CHECK(s.displaced[10] == 1u << 3);
     CHECK(s.displaced[3] == 1u << 1);
     CHECK(any_displaced(from));
+    // A block known displaced is read in place without a claim: while another access holds a claim on it (as one did
+    // before it found the slot taken), a read neither waits for that claim nor claims.
+    s.sectors[10] |= std::uint64_t{1u << 3} << 32;
+    const Step known = begin_access(from, 10, false, 0, 8, 3 * 128 + 8);
+    CHECK(known.kind == Step::host);
+    CHECK(s.sectors[10] >> 32 == ((1u << 1) | (1u << 3)));  // only the claim set above besides its own block's
+    CHECK(Pte{from.pte[10]}.pins() == 1);                   // the read's pin, held as held() says
+    ThreadGroup g{0};
+    release(from, 10, g, from.host_page(10), false);
+    s.sectors[10] &= ~(std::uint64_t{1u << 3} << 32);
     // Page 11 found no frame at all (place_shared): nothing to fill it near, so no mark.
     CHECK(read_lone(from, 11, 16).first == from.host_page(11));
     CHECK(s.displaced[11] == 0);
