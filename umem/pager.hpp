@@ -402,18 +402,18 @@ UMEM_HD inline bool holds_lowest_slot(std::uint32_t slots, std::uint32_t have) {
     return ((have >> ctz64(slots)) & 1u) != 0;
 }
 
-// In relay_page, sub-page j (of 2^d) of `page`, which has none of its blocks in frame f: whether this page says that
-// sub-frame is free. In a frame that pages share (only ever re-laid to 128-byte pages: d = 5, a sub-page a slot)
-// the page whose block is in that slot says nothing, and of an empty slot only the page with the frame's lowest
-// slot says it, so that one writes each sub-frame's owner.
-UMEM_HD inline bool frees_sub_frame(const PagerView& from, std::uint64_t page, std::uint32_t f, std::uint32_t j,
-                                    std::uint32_t d) {
-    const std::uint32_t s = from.shared_slots == nullptr ? 0u : atom::peek(&from.shared_slots[f]);
-    if (s == 0) return true;
-    assert(d == 5 && "umem: frames that pages share are settled before a change to pages other than 128 B");
-    (void)d;
-    if ((s >> j) & 1u) return false;
-    return holds_lowest_slot(s, static_cast<std::uint32_t>(atom::peek(&from.sectors[page])));
+// Whether frame f is one that pages share, in any view with the slots (a change reads its `from`'s, after the choice).
+UMEM_HD inline bool shared_frame_at(const PagerView& v, std::uint32_t f) {
+    return v.shared_slots != nullptr && atom::peek(&v.shared_slots[f]) != 0;
+}
+
+// The owner of a frame that pages shared, as a change lays it out: free where no page's block stays there, written
+// only while it is still `untaken` (no page wrote itself there first). Pages write their own frames in any order, and a
+// slot can hold no page's block (a page that a write took out of the frame left its slots: write_out_of_shared), so no
+// page can say which frames are empty. Called once per frame, from the same loops as the pages (relay_page,
+// settle_shared).
+UMEM_HD inline void free_unless_taken(std::uint32_t* owner, std::uint32_t untaken) {
+    atom::cas(owner, untaken, free_frame);
 }
 
 // Whether settling has work (ctl_shared): only a frame opened for sharing is shared.
@@ -423,9 +423,12 @@ UMEM_HD inline bool any_shared(const PagerView& v) {
 
 // Where the first choice is not 128-byte pages (between kernels, no access in flight): of the pages that share a
 // frame (PagerView::shared_slots), the one whose block is in the frame's lowest slot keeps it as its own frame; the
-// others go back to host memory, their blocks copied back where the page was written. The view after it has no
-// shared_slots (the keeper is found through them, so they are dropped only after every page was settled).
+// others go back to host memory (their blocks there are never written: write_out_of_shared), and a frame that no page
+// keeps is free. The view after it has no shared_slots (the keeper is found through them, so they are dropped only
+// after every page was settled). Call it for every page: `page` also names a frame, freed unless a keeper took it.
 UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
+    if (page < v.frames_n && shared_frame_at(v, static_cast<std::uint32_t>(page)))
+        free_unless_taken(&v.frame_owner[page], shared_frame);
     const Pte e{atom::peek(&v.pte[page])};
     if (e.state() != PageState::resident) return;
     const std::uint32_t s = atom::peek(&v.shared_slots[e.frame()]);
@@ -437,12 +440,8 @@ UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
         atom::store(&v.frame_owner[e.frame()], static_cast<std::uint32_t>(page));
         return;
     }
-    if (e.is(Pte::dirty))
-        for_block_runs(have, v.block_shift(), v.page_bytes(page), [&](std::uint32_t off, std::uint32_t n) {
-            copy_words(v.host_page(page) + off, v.frame_data(e.frame()) + off, n);
-        });
+    assert(!e.is(Pte::dirty) && "umem: a page that shares a frame is never written there");
     atom::store(&v.sectors[page], std::uint64_t{0});
-    if (v.dirty_blocks != nullptr) atom::store(&v.dirty_blocks[page], 0u);
     atom::store(&v.pte[page], e.word & Pte::touched);  // host, nothing held between kernels
 }
 
@@ -459,6 +458,10 @@ UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
 // last kernel read out of L2 (GpuPager::make_table_ahead).
 UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
     const std::uint32_t d = from.page_shift - to.page_shift;
+    if (q < (std::uint64_t{from.frames_n} << d) && shared_frame_at(from, static_cast<std::uint32_t>(q >> d))) {
+        assert(d == 5 && "umem: frames that pages share are settled before a change to pages other than 128 B");
+        free_unless_taken(&to.frame_owner[q], no_page);  // q as a sub-frame: that of a shared frame
+    }
     const Pte e{atom::peek(&from.pte[q >> d])};
     if (e.state() != PageState::resident) return;  // host, as `to` starts
     const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
@@ -468,8 +471,8 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
         missing = sub & ~valid;
     }
-    if (valid == 0) {  // host too, its frame free unless another page's block is there
-        if (frees_sub_frame(from, q >> d, e.frame(), j, d)) to.frame_owner[f] = free_frame;
+    if (valid == 0) {  // host too, its frame free (that of a shared frame: above, as a sub-frame)
+        if (!shared_frame_at(from, e.frame())) to.frame_owner[f] = free_frame;
         return;
     }
     for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
@@ -478,7 +481,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
     std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
                       (static_cast<std::uint64_t>(f) << Pte::frame_shift);
     if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
-    to.frame_owner[f] = static_cast<std::uint32_t>(q);
+    atom::store(&to.frame_owner[f], static_cast<std::uint32_t>(q));  // freeing shared frames' sub-frames CASes it
     to.pte[q] = w;
     mark_whole(to, q);  // every sub-page that stays is whole
 }
@@ -738,6 +741,11 @@ UMEM_HD inline std::uint32_t place_shared(const PagerView& v, std::uint64_t page
     return Pte::max_frames;
 }
 
+// Whether frame f is shared by pages while that is in use (before the first choice; shared_frame_at reads any view).
+UMEM_HD inline bool in_shared_frame(const PagerView& v, std::uint32_t f) {
+    return v.profile_decided == 0 && shared_frame_at(v, f);
+}
+
 // A partial page's frame that pages share: claims the slots of `blocks` there (the page claimed them in its sectors
 // already). False where one is another page's: the access reads in place.
 UMEM_HD inline bool claim_slots(const PagerView& v, std::uint32_t frame, std::uint32_t blocks) {
@@ -945,10 +953,35 @@ UMEM_HD inline bool known_displaced(const PagerView& v, std::uint64_t page, std:
            (blocks & ~atom::peek(&v.displaced_blocks[page])) == 0;
 }
 
-// A partial page's access that reads or writes in place, its pin held (a write's turned into a writer's, as held()
-// says): what it would have done had the page not been resident. Host memory holds the blocks the frame lacks.
-UMEM_HD inline Step partial_in_place(const PagerView& v, std::uint64_t* slot, bool write, unsigned shard) {
-    if (write) atom::fetch_add(slot, Pte::writer_one - Pte::pin_one);
+// A partial page's read that reads in place, its pin held: what it would have done had the page not been resident.
+// Host memory holds the blocks the frame lacks, and the frame's are never written where this happens (a frame that
+// pages share: write_out_of_shared).
+UMEM_HD inline Step partial_in_place(const PagerView& v, unsigned shard) {
+    v.count(shard, c_read_through);
+    return {Step::host, 0, no_page, 0, 0};
+}
+
+// A write to a partial page in a frame that pages share: the page goes back to host memory and the write goes there in
+// place, as a writer (the page does not migrate under it). Its blocks in the frame are dropped, not copied: no write
+// reaches a page in such a frame but this one, so they are as host memory has them. Only while no other access holds
+// the page (`e`: its word before this access's pin), which could be reading the frame or filling it; else it waits.
+// Its slots stay taken until the first choice, which frees them (free_unless_taken). Before, a write that needed a slot
+// another page's block held wrote in place while its blocks in the frame stayed as they were, written or not: a later
+// read read the old bytes, and a flush wrote them over the new ones (a CPU test: 256 bytes across a block in the frame
+// and a block whose slot was taken).
+UMEM_HD inline Step write_out_of_shared(const PagerView& v, std::uint64_t page, Pte e, unsigned shard) {
+    std::uint64_t* const slot = &v.pte[page];
+    std::uint64_t alone = e.word + Pte::pin_one;  // the word as this access's pin left it
+    if (e.pins() != 0 || e.writers() != 0 ||
+        !atom::cas(slot, alone, (e.word & Pte::touched) | static_cast<std::uint64_t>(PageState::migrating))) {
+        atom::fetch_sub(slot, Pte::pin_one);
+        return {Step::wait, 0, no_page, 0, 0};
+    }
+    atom::store(&v.sectors[page], std::uint64_t{0});
+    if (v.displaced_blocks != nullptr) atom::store(&v.displaced_blocks[page], 0u);  // it starts again in host memory
+    // migrating (1) -> host (0), this access a writer in place; accesses that pinned it meanwhile drop their pins
+    atom::fetch_add(slot, Pte::writer_one - 1);
+    v.count(shard, c_faults);
     v.count(shard, c_read_through);
     return {Step::host, 0, no_page, 0, 0};
 }
@@ -960,13 +993,14 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
     switch (e.state()) {
         case PageState::resident: {
             if (e.is(Pte::partial)) {  // the blocks it needs: in the frame, to be claimed, or claimed by another
+                if (write && in_shared_frame(v, e.frame())) return write_out_of_shared(v, page, e, shard);
                 const std::uint64_t w = atom::load(&v.sectors[page]);
                 const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w),
                                                              static_cast<std::uint32_t>(w >> 32));
                 if (missing != 0) {  // claim those nobody claimed (one copy: fill_frame)
                     if (known_displaced(v, page, missing)) {
                         v.count(shard, c_faults);
-                        return partial_in_place(v, slot, write, shard);
+                        return partial_in_place(v, shard);
                     }
                     const std::uint32_t mine = missing & ~static_cast<std::uint32_t>(w >> 32);
                     std::uint64_t expected = w;
@@ -974,12 +1008,12 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                         v.count(shard, c_faults);
                         if (claim_slots(v, e.frame(), mine))
                             return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
-                        // Another page's blocks are in those slots (a shared frame): read or write in place, as
-                        // the access would have if the page were not resident. Nothing else can bring those blocks
-                        // in while the frame is shared, so the host's bytes are the page's.
+                        // Another page's blocks are in those slots (a shared frame, which a write never gets to
+                        // here): read in place, as the access would have if the page were not resident. Nothing else
+                        // can bring those blocks in while the frame is shared, so the host's bytes are the page's.
                         atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
                         note_displaced(v, page, mine);
-                        return partial_in_place(v, slot, write, shard);
+                        return partial_in_place(v, shard);
                     }
                     atom::fetch_sub(slot, Pte::pin_one);
                     return {Step::wait, 0, no_page, 0, 0};

@@ -295,6 +295,36 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
     }
 }
 
+// The row that lone_and_row_writes_kernel writes in even page p: words [64 r + 8, 64 r + 40), r = p / 2 % 8, 256 bytes
+// across three 128-byte blocks.
+__host__ __device__ inline bool written_word(std::uint64_t i) {
+    const std::uint64_t page = i / kWords, w = i % kWords, from = 64 * (page / 2 % 8) + 8;
+    return page % 2 == 0 && w >= from && w < from + 32;
+}
+
+// Each thread reads 16 random words through get() (none that a warp writes: those are raced), then its warp writes ~i
+// into every word of the row of an even page (written_word). Odd pages are read in every block, so in the frames that
+// pages share the slots a row needs are often another page's, while its page has some of the row's blocks in.
+__global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned long long* bad) {
+    const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x, warp = t >> 5;
+    std::uint32_t s = static_cast<std::uint32_t>(t) * 2654435761u + 3;
+    for (int k = 0; k < 16; ++k) {
+        std::uint64_t i = (next(s) % pages) * kWords + next(s) % kWords;
+        if (written_word(i)) i += 32;  // past the row: never written
+        if (a.get(i) != i) atomicAdd(bad, 1ull);
+    }
+    const std::uint64_t page = 2 * (warp * 40503u % (pages / 2)), first = page * kWords + 64 * (page / 2 % 8) + 8;
+    PageRef<std::uint64_t> r = a.warp_acquire(page, true, first, 32);
+    r.data[first % a.per_page() + (threadIdx.x & 31)] = ~(first + (threadIdx.x & 31));
+    a.warp_release(r);
+}
+
+// Thread t reads element t through get(): ~t where written_word says a row was written (every even page's is), else t.
+__global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, unsigned long long* bad) {
+    const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    if (i < n && a.get(i) != (written_word(i) ? ~i : i)) atomicAdd(bad, 1ull);
+}
+
 // What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
 // of a row, the same random walk on the host.
 void expect_row_writes(std::vector<std::uint64_t>& expect, std::uint64_t blocks, std::uint32_t warps, std::uint32_t ops,
@@ -670,6 +700,32 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     cudaFree(didx);
     cudaFree(sums);
     return bad;
+}
+
+WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;  // page size left out
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    WritesIntoShared r;
+    Counter first, after;
+    const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written
+    lone_and_row_writes_kernel<<<static_cast<unsigned>(threads / 256), 256>>>(
+        Array<std::uint64_t>(pager.view(), pager.ring()), pages, first.p);
+    ck(cudaDeviceSynchronize(), "lone reads and row writes");
+    r.first_kernel = pager.stats();
+    r.bad_first = first.get();
+    const std::uint64_t n = pages * kWords;
+    check_written_kernel<<<static_cast<unsigned>(n / 256), 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), n,
+                                                                  after.p);
+    ck(cudaDeviceSynchronize(), "read back");
+    r.page_size = pager.page_size();
+    r.bad_read = after.get();
+    pager.flush();
+    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != (written_word(i) ? ~i : i);
+    return r;
 }
 
 }  // namespace bardrive::umem::gputest

@@ -107,6 +107,21 @@ TEST_CASE("lone threads' first kernel at a quarter pool shares frames, a block a
         }
 }
 
+TEST_CASE("warps' row writes into pages that lone reads put in shared frames land, read back and flushed, exact") {
+    need_gpu();
+    // A row across a block in its page's shared frame and a block whose slot is another page's: before, the write went
+    // to host memory and the block in the frame kept its old bytes, which the next kernel read (write_out_of_shared).
+    // 64 MiB at a quarter pool; every even page's row written, every word read back after the change and the flush.
+    for (int run = 0; run < 3; ++run) {
+        const WritesIntoShared r = run_writes_into_shared(16384, 4096);
+        INFO("run " << run << ": page size after " << r.page_size << "; first kernel: fills " << r.first_kernel[c_fills]
+                    << ", read in place " << r.first_kernel[c_read_through]);
+        CHECK(r.bad_first == 0);
+        CHECK(r.bad_read == 0);
+        CHECK(r.bad_host == 0);
+    }
+}
+
 TEST_CASE("16-byte elements through Array::get, one or a run of four a thread, at a full and a quarter pool") {
     need_gpu();
     // The same pager's words read as pairs (Array's converting constructor): a lone thread's read is 16 bytes.

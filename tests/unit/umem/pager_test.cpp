@@ -1359,7 +1359,8 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     CHECK(p.stats()[c_read_through] == through + 1);
     CHECK(s.sectors[q] == (std::uint64_t{had} | std::uint64_t{had} << 32));  // its claim of block 1 given back
     CHECK(Pte{v.pte[q]}.pins() == 0);
-    // A write there goes to host memory in place, counted as a writer while it lasts.
+    // A write takes the page out of the shared frame: back to host memory, where it writes in place, counted as a
+    // writer while it lasts (a write to a page in a shared frame: its own case below).
     {
         ThreadGroup g{0};
         CpuMover m;
@@ -1369,7 +1370,7 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
         CHECK(Pte{v.pte[q]}.pins() == 0);
         release(v, q, g, a, true);
         CHECK(Pte{v.pte[q]}.writers() == 0);
-        CHECK(Pte{v.pte[q]}.state() == PageState::resident);
+        CHECK(Pte{v.pte[q]}.state() == PageState::host);
     }
     // Page 10's block 1 takes the other frame with slot 1 free; then none is left: page 11's block 1 is read in place,
     // a fill given up.
@@ -1391,7 +1392,8 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     }
     CHECK(frame_of(21) == 3);
     CHECK(Pte{v.pte[20]}.state() == PageState::host);
-    for (std::uint64_t r : {0, 1, 2, 3, 10}) CHECK(Pte{v.pte[r]}.state() == PageState::resident);
+    for (std::uint64_t r : {std::uint64_t{1}, 2 - q, std::uint64_t{3}, std::uint64_t{10}})
+        CHECK(Pte{v.pte[r]}.state() == PageState::resident);
 }
 
 TEST_CASE("before the tally has seen enough to propose, lone reads share frames until half the pool is taken") {
@@ -1423,8 +1425,7 @@ TEST_CASE("before the tally has seen enough to propose, lone reads share frames 
 }
 
 // Four shared frames, every one taken: page 0's blocks 0 and 1 in frame 0, page 1's block 1 in frame 1, page 2's
-// blocks 1 and 2 in frame 2, page 3's block 3 and then page 10's block 1 (the only slot 1 free) in frame 3; page 3's
-// block written in its frame.
+// blocks 1 and 2 in frame 2, page 3's block 3 and then page 10's block 1 (the only slot 1 free) in frame 3.
 void share_some(SharingStart& s) {
     read_lone(s.view, 0, 0);
     read_lone(s.view, 0, 16);
@@ -1435,14 +1436,6 @@ void share_some(SharingStart& s) {
     read_lone(s.view, 10, 16);
     REQUIRE(s.shared == std::vector<std::uint32_t>{0x3u, 0x2u, 0x6u, 0xau});
     REQUIRE(Pte{s.view.pte[10]}.frame() == 3);
-    ThreadGroup g{0};
-    CpuMover m;
-    std::byte* a = acquire(s.view, 3, true, g, m, 8, 3 * 128);
-    REQUIRE(a == s.view.frame_data(3));
-    const std::uint64_t x = word(a, 48) + 1000;
-    std::memcpy(a + 3 * 128, &x, 8);
-    note_write(s.view, 3, 3 * 128, 8);
-    release(s.view, 3, g, a, true);
 }
 
 TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a frame of its own, the empty ones free") {
@@ -1467,8 +1460,8 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
             const Pte n{r.pte[q]};
             CHECK(n.state() == PageState::resident);
             CHECK(n.frame() == f);
-            CHECK(n.is(Pte::dirty) == (q == 99));
-            CHECK(word(to.frame_data(f), 0) == (q == 99 ? 3 * kWords + 48 + 1000 : q * 16));
+            CHECK_FALSE(n.is(Pte::dirty));
+            CHECK(word(to.frame_data(f), 0) == q * 16);
         }
         std::uint64_t resident = 0;
         for (std::uint64_t q = 0; q < to.pages; ++q) resident += Pte{r.pte[q]}.state() == PageState::resident;
@@ -1489,7 +1482,7 @@ std::uint64_t fill_all_displaced(const PagerView& from, const PagerView& to) {
 TEST_CASE("blocks read in place for want of a slot are filled into their frame's free slots at the change to 128 B") {
     SharingStart s(64, 4);
     const PagerView& from = s.view;
-    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 (written) in slot 3
+    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 in slot 3
     CHECK(std::all_of(s.displaced.begin(), s.displaced.end(), [](std::uint32_t m) { return m == 0; }));
     CHECK_FALSE(any_displaced(from));  // the change would launch no kernel to fill them
     // Page 10's block 3 and page 3's block 1: each slot is the other page's, so both are read in place, and marked.
@@ -1532,7 +1525,7 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
         CHECK(e.state() == PageState::resident);
         CHECK(e.frame() == f);
         CHECK(e.pins() == 0);
-        CHECK(word(to.frame_data(f), 0) == (q == 99 ? 3 * kWords + 48 + 1000 : q * 16));
+        CHECK(word(to.frame_data(f), 0) == q * 16);
         CHECK(word(to.frame_data(f), 15) == q * 16 + 15);
     }
     CHECK_FALSE(Pte{r.pte[97]}.is(Pte::dirty));
@@ -1562,7 +1555,7 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     CHECK(owners.contains(321));  // page 10's own
 }
 
-TEST_CASE("another first choice gives each shared frame to the page of its lowest slot, the others written back") {
+TEST_CASE("another first choice gives each shared frame to the page of its lowest slot, the others to host memory") {
     SharingStart s(64, 4);
     PagerView& v = s.view;
     share_some(s);
@@ -1578,9 +1571,6 @@ TEST_CASE("another first choice gives each shared frame to the page of its lowes
     CHECK(v.frame_owner[3] == 10);  // page 10 has slot 1, page 3 slot 3
     CHECK(Pte{v.pte[3]}.state() == PageState::host);
     CHECK(s.sectors[3] == 0);
-    CHECK(s.marks[3] == 0);
-    CHECK(s.data[3 * kWords + 48] == 3 * kWords + 48 + 1000);  // page 3's write, copied back
-    CHECK(s.data[3 * kWords + 49] == 3 * kWords + 49);
     for (std::uint64_t q : {0, 1, 2, 10}) CHECK(Pte{v.pte[q]}.state() == PageState::resident);
     // After the choice the frames are their pages' own: page 10 grows in place. The slots are read no more, not
     // cleared: the view that warp_acquire's misses read (PagerView::shared) keeps them.
@@ -1594,6 +1584,80 @@ TEST_CASE("another first choice gives each shared frame to the page of its lowes
     CHECK(a == v.frame_data(3));
     CHECK(word(a, 49) == 10 * kWords + 49);
     release(v, 10, g, a, false);
+}
+
+TEST_CASE("a write to a page in a shared frame takes the page out of it: no block stays there older than the write") {
+    SharingStart s(64, 4);
+    PagerView& v = s.view;
+    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 in slot 3
+    ThreadGroup g{0};
+    CpuMover m;
+    auto write_words = [&](std::uint64_t page, std::uint64_t first, std::uint64_t n, std::uint64_t plus) {
+        std::byte* a = acquire(v, page, true, g, m, n * 8, first * 8);
+        for (std::uint64_t w = first; w < first + n; ++w) {
+            const std::uint64_t x = page * kWords + w + plus;
+            std::memcpy(a + w * 8, &x, 8);
+        }
+        return a;
+    };
+    // 384 bytes of page 3 from block 1: its block 3 is in frame 3, the slot of its block 1 is page 10's. The write goes
+    // to host memory, the page with it (a writer in place while it lasts), and the frame keeps nothing of it.
+    std::byte* a = write_words(3, 16, 48, 7000);
+    CHECK(a == v.host_page(3));
+    CHECK(Pte{v.pte[3]}.state() == PageState::host);
+    CHECK(Pte{v.pte[3]}.writers() == 1);
+    CHECK(Pte{v.pte[3]}.pins() == 0);
+    release(v, 3, g, a, true);
+    CHECK(Pte{v.pte[3]}.writers() == 0);
+    CHECK(s.sectors[3] == 0);
+    CHECK(read_lone(v, 3, 48).second == 3 * kWords + 48 + 7000);  // the new word, wherever it is read from now
+    CHECK(read_lone(v, 3, 63).second == 3 * kWords + 63 + 7000);
+    // A write that the frame could have served (page 0's block 0, in frame 0) leaves it too.
+    a = write_words(0, 2, 1, 9000);
+    CHECK(a == v.host_page(0));
+    release(v, 0, g, a, true);
+    CHECK(read_lone(v, 0, 2).second == 2 + 9000);
+    CHECK(read_lone(v, 0, 16).second == 16);  // block 1, which was in frame 0 too: read from host memory now
+    // Not while another access holds the page: that one may be reading the frame.
+    std::byte* held = acquire(v, 10, false, g, m, 8, 128);
+    CHECK(held == v.frame_data(3));
+    const Step busy = begin_access(v, 10, true, 0, 8, 128 + 8);
+    CHECK(busy.kind == Step::wait);
+    CHECK(Pte{v.pte[10]}.state() == PageState::resident);
+    CHECK(Pte{v.pte[10]}.pins() == 1);
+    release(v, 10, g, held, false);
+    flush_all(v, g, m);
+    for (std::uint64_t w = 16; w < 64; ++w) CHECK(s.data[3 * kWords + w] == 3 * kWords + w + 7000);
+    CHECK(s.data[2] == 2 + 9000);
+    // At the change to 128 B the slot page 3 left in frame 3 is a free frame, as are all of frame 0 but the blocks
+    // read back into it.
+    Relaid r(v, 7);
+    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    CHECK(r.owner[96 + 3] == free_frame);
+    CHECK(r.owner[96 + 1] == 10 * 32 + 1);
+    for (std::uint32_t f = 0; f < r.view.frames_n; ++f) {
+        INFO("sub-frame " << f);
+        const std::uint32_t o = r.owner[f];
+        CHECK((o == free_frame || (o < r.view.pages && Pte{r.pte[o]}.frame() == f)));
+    }
+}
+
+TEST_CASE("another first choice frees a shared frame whose lowest slot a write took out") {
+    SharingStart s(64, 4);
+    PagerView& v = s.view;
+    share_some(s);  // frame 1: page 1's block 1 alone
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = acquire(v, 1, true, g, m, 8, 16 * 8);
+    CHECK(a == v.host_page(1));
+    release(v, 1, g, a, true);
+    for (std::uint64_t q = 0; q < v.pages; ++q) settle_shared(v, q);
+    CHECK(v.frame_owner[1] == free_frame);  // nobody's: the hand hands it out
+    CHECK(v.frame_owner[0] == 0);
+    CHECK(v.frame_owner[3] == 10);
+    const Claim c = claim_frame(v, 40, 0);
+    CHECK(c.frame == 1);
+    CHECK(c.victim == no_page);
 }
 
 TEST_CASE(
@@ -1681,6 +1745,77 @@ TEST_CASE(
     for (unsigned t = 0; t < threads; ++t) {
         const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
         CHECK(s.data[wp * kWords + ww] == ~(wp * kWords + ww));
+    }
+}
+
+TEST_CASE("threads' lone reads and 256-byte row writes through shared frames stay exact, read back and flushed") {
+    // Before the first choice, with the tally empty, proposing 128 B, proposing 4 KiB, or turning to 4 KiB halfway:
+    // lone reads put pages in shared frames (or frames of their own), and rows written across three blocks find some
+    // of theirs in the frame and the slots of others taken (write_out_of_shared).
+    const std::uint64_t pages = 32;
+    auto written_word = [](std::uint64_t i) {  // the row of even page p: words [64 r + 8, 64 r + 40), r = p / 2 % 8
+        const std::uint64_t page = i / kWords, w = i % kWords, from = 64 * (page / 2 % 8) + 8;
+        return page % 2 == 0 && w >= from && w < from + 32;
+    };
+    std::uint64_t dense[2];
+    region_tally(0xffffffffu, dense);
+    for (int mode = 0; mode < 4; ++mode) {
+        INFO("tally: " << (mode == 0 ? "empty" : mode == 1 ? "128 B" : mode == 2 ? "4 KiB" : "4 KiB halfway"));
+        SharingStart s(pages, 8);
+        PagerView& v = s.view;
+        auto propose = [&](const std::uint64_t* t) {
+            atom::store(&s.slots[profile_tally], 16 * t[0]);
+            atom::store(&s.slots[profile_tally + 1], 16 * t[1]);
+        };
+        const std::uint64_t none[2] = {0, 0};
+        if (mode == 0) propose(none);
+        if (mode == 2) propose(dense);
+        std::vector<std::atomic<bool>> row_written(pages);
+        constexpr unsigned threads = 8;
+        std::vector<std::uint64_t> bad(threads, 0);
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < threads; ++t)
+            ts.emplace_back([&, t] {
+                std::mt19937_64 rng(t + 1);
+                ThreadGroup g{t};
+                CpuMover m;
+                for (int i = 0; i < 20000; ++i) {
+                    if (mode == 3 && t == 0 && i == 5000) propose(dense);
+                    if (i % 16 == 15) {  // a row: ~i into each of its words (the same from every writer)
+                        const std::uint64_t page = 2 * (rng() % (pages / 2)), first = 64 * (page / 2 % 8) + 8;
+                        std::byte* a = acquire(v, page, true, g, m, 256, first * 8);
+                        for (std::uint64_t w = first; w < first + 32; ++w) {
+                            const std::uint64_t x = ~(page * kWords + w);
+                            std::memcpy(a + w * 8, &x, 8);
+                        }
+                        if (a != v.host_page(page)) note_write(v, page, first * 8, 256);
+                        release(v, page, g, a, true);
+                        row_written[page] = true;
+                        continue;
+                    }
+                    std::uint64_t idx = (rng() % pages) * kWords + rng() % kWords;
+                    if (written_word(idx)) idx += 32;  // past the row: never written
+                    if (idx >= pages * kWords) continue;
+                    const std::uint64_t page = idx / kWords, w = idx % kWords;
+                    std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
+                    bad[t] += word(a, w) != idx;
+                    release(v, page, g, a, false);
+                }
+            });
+        for (auto& t : ts) t.join();
+        for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
+        CHECK(s.pager.stats()[c_fills] > 0);
+        auto want = [&](std::uint64_t i) { return written_word(i) && row_written[i / kWords] ? ~i : i; };
+        std::uint64_t wrong = 0;
+        for (std::uint64_t i = 0; i < pages * kWords; ++i)
+            wrong += read_lone(v, i / kWords, i % kWords).second != want(i);
+        CHECK(wrong == 0);  // every word read back as the last write left it
+        ThreadGroup g{0};
+        CpuMover m;
+        flush_all(v, g, m);
+        wrong = 0;
+        for (std::uint64_t i = 0; i < pages * kWords; ++i) wrong += s.data[i] != want(i);
+        CHECK(wrong == 0);  // and in host memory after the flush
     }
 }
 
