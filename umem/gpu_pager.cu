@@ -286,10 +286,10 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     view_.pages = pages_at(shift);
     view_.frames_n = static_cast<std::uint32_t>(frames);
     // Marks only at the 4 KiB start, for the first choice: partial pages' blocks and dirty blocks; where pages can
-    // share frames, the frames' slots and the displaced blocks. 0.3-0.4% of the array.
+    // share frames, their second frames, the frames' slots and the displaced blocks. 0.3-0.7% of the array.
     const bool start = auto_ && shift == auto_start_shift, sharing = start && !view_.never_evicts();
     const bool cleared = spare_table_ != nullptr && spare_shift_ == shift;  // mapped and cleared by table_maker_
-    const std::uint64_t marks = start ? view_.pages * 12 + (sharing ? view_.frames_n * 4ull + view_.pages * 4 : 0) : 0;
+    const std::uint64_t marks = start ? view_.pages * 12 + (sharing ? view_.frames_n * 4ull + view_.pages * 12 : 0) : 0;
     std::uint64_t* table = nullptr;
     if (cleared) {  // the kernels after this wait for the clearing on the GPU, the host does not
         cuda_check(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(maker_cleared_), 0),
@@ -302,12 +302,14 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     // start the marks after it.
     place_table(view_, table);
     view_.sectors = start ? view_.pte + table_bytes(shift) / 8 : nullptr;
-    view_.dirty_blocks = start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages) : nullptr;
+    view_.second_frames = sharing ? view_.sectors + view_.pages : nullptr;
+    view_.dirty_blocks =
+        start ? reinterpret_cast<std::uint32_t*>(view_.sectors + view_.pages * (sharing ? 2 : 1)) : nullptr;
     view_.shared_slots = sharing ? view_.dirty_blocks + view_.pages : nullptr;
     view_.displaced_blocks = sharing ? view_.shared_slots + view_.frames_n : nullptr;
     if (start)
         cuda_check(cudaMemsetAsync(view_.sectors, 0, marks, stream), "umem: cudaMemset",
-                   "partial pages' blocks, dirty blocks, shared frames' slots and displaced blocks");
+                   "partial pages' blocks, second frames, dirty blocks, shared frames' slots and displaced blocks");
     if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
@@ -345,6 +347,7 @@ void GpuPager::settle(cudaStream_t stream) {
     settle_kernel<<<std::min(per_page_grid(view_.pages), 1024u), 256, 0, stream>>>(view_);
     cuda_check(cudaGetLastError(), "umem: settle shared frames", "pager");
     view_.shared_slots = nullptr;
+    view_.second_frames = nullptr;  // their blocks dropped with the frames (a change after it must not re-lay them)
 }
 
 void GpuPager::publish(cudaStream_t stream) {

@@ -67,6 +67,8 @@ inline constexpr std::uint32_t no_page = 0xffffffffu;
 inline constexpr std::uint32_t free_frame = 0xfffffffeu;
 // The owner of a frame that partial pages share (PagerView::shared_slots): the eviction hand passes it.
 inline constexpr std::uint32_t shared_frame = 0xfffffffdu;
+// PagerView::second_frames of a page that has no second frame and will not get one, and of one getting it.
+inline constexpr std::uint64_t no_second = ~0ull, placing_second = ~1ull;
 
 // Control words, each group on its own 128-byte line.
 inline constexpr unsigned ctl_fresh = 0;       // next never-used frame
@@ -140,6 +142,12 @@ struct PagerView {
     // place because another page's block held their slot (note_displaced); the change to 128-byte pages fills them
     // into free sub-frames of the page's frame (fill_displaced).
     std::uint32_t* displaced_blocks = nullptr;
+    // [pages], with shared_slots (null otherwise): a partial page's second frame, for lone reads of its blocks whose
+    // slot in its frame is another page's (claim_second): bits 0-31 its blocks there (block k in slot k, as in the
+    // first), bits 32-63 the frame + 1; 0 none yet, no_second none to be had. Pages held 32 blocks each in one frame of
+    // 32 slots, so a pool that p128 would fill was read largely in place (H200, Zipf u64 over 1 GiB at a 25% pool: 460K
+    // reads in place in the first kernel, filled again at the change; bench/results/umem-h200-2026-11-28e.md).
+    std::uint64_t* second_frames = nullptr;
     // [pages / 64 rounded up], set by the owner exactly where nothing is ever evicted (null elsewhere): bit p
     // set once page p is resident whole. There a page's frame is its own number (claim_frame), so a read hit
     // needs this bit and not the page's word: a bit a page stays in L2 where 8 bytes a page do not (H100,
@@ -407,6 +415,14 @@ UMEM_HD inline bool shared_frame_at(const PagerView& v, std::uint32_t f) {
     return v.shared_slots != nullptr && atom::peek(&v.shared_slots[f]) != 0;
 }
 
+// The second frame of `page` where it holds every block of `blocks` (PagerView::second_frames); max_frames otherwise.
+UMEM_HD inline std::uint32_t second_frame_with(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
+    if (v.second_frames == nullptr) return Pte::max_frames;
+    const std::uint64_t w = atom::load(&v.second_frames[page]);  // the blocks' bytes before their bits (finish_sector)
+    if (w >= placing_second || (blocks & ~static_cast<std::uint32_t>(w)) != 0) return Pte::max_frames;
+    return static_cast<std::uint32_t>(w >> 32) - 1;
+}
+
 // The owner of a frame that pages shared, as a change lays it out: free where no page's block stays there, written
 // only while it is still `untaken` (no page wrote itself there first). Pages write their own frames in any order, and a
 // slot can hold no page's block (a page that a write took out of the frame left its slots: write_out_of_shared), so no
@@ -464,19 +480,26 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
     }
     const Pte e{atom::peek(&from.pte[q >> d])};
     if (e.state() != PageState::resident) return;  // host, as `to` starts
-    const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1)), f = (e.frame() << d) | j;
-    std::uint32_t missing = 0, valid = 1;
+    const std::uint32_t j = static_cast<std::uint32_t>(q & ((1u << d) - 1));
+    std::uint32_t frame = e.frame(), missing = 0, valid = 1;
     if (e.is(Pte::partial)) {
         const std::uint32_t sub = from.sub_page_blocks(j, d);
         valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
         missing = sub & ~valid;
+        if (const std::uint32_t second = second_frame_with(from, q >> d, sub);
+            valid == 0 && second != Pte::max_frames) {
+            frame = second;  // its block in the page's second frame, in the same slot
+            valid = sub;
+            missing = 0;
+        }
     }
+    const std::uint32_t f = (frame << d) | j;
     if (valid == 0) {  // host too, its frame free (that of a shared frame: above, as a sub-frame)
-        if (!shared_frame_at(from, e.frame())) to.frame_owner[f] = free_frame;
+        if (!shared_frame_at(from, frame)) to.frame_owner[f] = free_frame;
         return;
     }
     for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
-        copy_words(from.frame_data(e.frame()) + off, from.host_page(q >> d) + off, n);
+        copy_words(from.frame_data(frame) + off, from.host_page(q >> d) + off, n);
     });
     std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
                       (static_cast<std::uint64_t>(f) << Pte::frame_shift);
@@ -537,7 +560,10 @@ UMEM_HD inline std::uint32_t displaced_want(const PagerView& from, std::uint64_t
     const Pte e{atom::peek(&from.pte[page])};
     if (marked == 0 || e.state() != PageState::resident || !e.is(Pte::partial)) return 0;
     frame = e.frame();
-    return marked & ~static_cast<std::uint32_t>(atom::peek(&from.sectors[page]));  // since in a slot of its own
+    const std::uint64_t second = from.second_frames == nullptr ? 0 : atom::peek(&from.second_frames[page]);
+    const std::uint32_t in_second = second >= placing_second ? 0u : static_cast<std::uint32_t>(second);
+    // since in a slot of its own, or of its second frame
+    return marked & ~static_cast<std::uint32_t>(atom::peek(&from.sectors[page])) & ~in_second;
 }
 
 // Of a frame's sub-frames free as `free` says (bit j: sub-frame j), the one that block k of `want` takes: the n-th
@@ -756,6 +782,35 @@ UMEM_HD inline bool claim_slots(const PagerView& v, std::uint32_t frame, std::ui
     while ((s & blocks) == 0)
         if (atom::cas(&slots[frame], s, s | blocks)) return true;
     return false;
+}
+
+// claim_second's answer where another access is getting the page its second frame: look again.
+inline constexpr std::uint32_t second_busy = Pte::max_frames + 1;
+
+// A second frame for a lone read's `blocks` of a partial page whose slots in its frame are other pages' (the access
+// claimed them in the page's sectors): the page's second frame where their slots there are free; where it has none
+// yet, one that place_shared finds (a never-used frame, or one of the frames taken so far with the slots free);
+// max_frames where neither (the read goes in place), second_busy while another access places it. One second frame a
+// page: a page's blocks are then in at most two frames, and the change to 128 B finds each in its slot of one of them
+// (relay_page). Reading in place while another access placed the frame would have marked those blocks displaced for
+// the rest of the kernel (known_displaced), and a hot page's accesses mostly arrive together: runs of 8 u64 over 1 GiB
+// at a 25% pool took 1.21x p128 in their first pass, against 1.11 without second frames (H200,
+// bench/results/umem-h200-2026-11-28e.md).
+UMEM_HD inline std::uint32_t claim_second(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
+    if (v.second_frames == nullptr) return Pte::max_frames;
+    std::uint64_t* const word = &v.second_frames[page];
+    std::uint64_t w = atom::load(word);
+    if (w == 0) {
+        if (!atom::cas(word, w, placing_second)) return second_busy;
+        const std::uint32_t f = place_shared(v, page, blocks);
+        atom::store(word,
+                    f == Pte::max_frames ? no_second : (std::uint64_t{f} + 1) << 32);  // its blocks: finish_sector
+        return f;
+    }
+    if (w == placing_second) return second_busy;
+    if (w == no_second) return Pte::max_frames;
+    const std::uint32_t f = static_cast<std::uint32_t>(w >> 32) - 1;
+    return claim_slots(v, f, blocks) ? f : Pte::max_frames;
 }
 
 UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
@@ -979,6 +1034,7 @@ UMEM_HD inline Step write_out_of_shared(const PagerView& v, std::uint64_t page, 
     }
     atom::store(&v.sectors[page], std::uint64_t{0});
     if (v.displaced_blocks != nullptr) atom::store(&v.displaced_blocks[page], 0u);  // it starts again in host memory
+    if (v.second_frames != nullptr) atom::store(&v.second_frames[page], std::uint64_t{0});
     // migrating (1) -> host (0), this access a writer in place; accesses that pinned it meanwhile drop their pins
     atom::fetch_add(slot, Pte::writer_one - 1);
     v.count(shard, c_faults);
@@ -998,6 +1054,13 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                 const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w),
                                                              static_cast<std::uint32_t>(w >> 32));
                 if (missing != 0) {  // claim those nobody claimed (one copy: fill_frame)
+                    if (const std::uint32_t f =
+                            slots_in_use(v) == nullptr ? Pte::max_frames : second_frame_with(v, page, missing);
+                        f != Pte::max_frames) {  // a read, in the page's second frame
+                        v.count(shard, c_hits);
+                        mark_hit(v, slot, e, false);
+                        return {Step::hit, f, no_page, 0, 0};
+                    }
                     if (known_displaced(v, page, missing)) {
                         v.count(shard, c_faults);
                         return partial_in_place(v, shard);
@@ -1008,6 +1071,14 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                         v.count(shard, c_faults);
                         if (claim_slots(v, e.frame(), mine))
                             return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
+                        if (const std::uint32_t f =
+                                shares(v, bytes, write) ? claim_second(v, page, mine) : Pte::max_frames;
+                            f != Pte::max_frames) {
+                            if (f != second_busy) return {Step::sector, f, no_page, 0, mine};  // into its second frame
+                            atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
+                            atom::fetch_sub(slot, Pte::pin_one);
+                            return {Step::wait, 0, no_page, 0, 0};
+                        }
                         // Another page's blocks are in those slots (a shared frame, which a write never gets to
                         // here): read in place, as the access would have if the page were not resident. Nothing else
                         // can bring those blocks in while the frame is shared, so the host's bytes are the page's.
@@ -1117,11 +1188,15 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
     v.count(shard, c_bytes_in, partial ? popcount32(blocks) << v.block_shift() : v.page_bytes(page));
 }
 
-// Filler of a partial page's blocks (Step::sector), after they are in the frame: marks them there, makes
-// the page whole when it is, and drops the pin begin_access took.
-UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::uint32_t blocks, unsigned shard) {
-    const std::uint64_t w = atom::fetch_or(&v.sectors[page], std::uint64_t{blocks}) | blocks;
-    if ((~static_cast<std::uint32_t>(w) & v.page_blocks(page)) == 0) {
+// Filler of a partial page's blocks (Step::sector), after they are in `frame`: marks them there, makes the page whole
+// when it is (in its second frame: marks them there and gives their claims back), and drops the pin begin_access took.
+UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::uint32_t frame, std::uint32_t blocks,
+                                  unsigned shard) {
+    if (frame != Pte{atom::peek(&v.pte[page])}.frame()) {  // its second frame (claim_second): there, and unclaimed
+        atom::fetch_or(&v.second_frames[page], std::uint64_t{blocks});
+        atom::fetch_and(&v.sectors[page], ~(std::uint64_t{blocks} << 32));
+    } else if (const std::uint64_t w = atom::fetch_or(&v.sectors[page], std::uint64_t{blocks}) | blocks;
+               (~static_cast<std::uint32_t>(w) & v.page_blocks(page)) == 0) {
         atom::fetch_and(&v.pte[page], ~Pte::partial);
         mark_whole(v, page);
     }
@@ -1209,7 +1284,7 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
     g.sync();
     if (finisher) {
         if (s.kind == Step::sector)
-            finish_sector(v, page, s.blocks, g.shard());
+            finish_sector(v, page, s.frame, s.blocks, g.shard());
         else
             finish_fill(v, page, s.frame, write, demand, s.blocks, g.shard());
     }

@@ -1262,14 +1262,19 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
 }
 
 // An automatic pager's 4 KiB start over a pool smaller than the array, with frames that pages share and a tally
-// that proposes 128-byte pages (16 sampled regions, one block read in each).
+// that proposes 128-byte pages (16 sampled regions, one block read in each); with `seconds`, pages' second frames
+// (GpuPager's start has them).
 struct SharingStart : AutomaticStart {
     std::vector<std::uint32_t> shared, displaced;
-    SharingStart(std::uint64_t pages, std::uint64_t frames) : AutomaticStart(pages, frames, Admission::adaptive) {
+    std::vector<std::uint64_t> second;
+    SharingStart(std::uint64_t pages, std::uint64_t frames, bool seconds = false)
+        : AutomaticStart(pages, frames, Admission::adaptive) {
         shared.assign(view.frames_n, 0);
         displaced.assign(view.pages, 0);
+        second.assign(view.pages, 0);
         view.shared_slots = shared.data();
         view.displaced_blocks = displaced.data();
+        if (seconds) view.second_frames = second.data();
         std::uint64_t t[2];
         region_tally(1u, t);
         slots[profile_tally] = 16 * t[0];
@@ -1660,10 +1665,80 @@ TEST_CASE("another first choice frees a shared frame whose lowest slot a write t
     CHECK(c.victim == no_page);
 }
 
+TEST_CASE("a lone read whose slot is another page's takes a second frame for its page; the change to 128 B keeps it") {
+    SharingStart s(64, 4, true);
+    PagerView& v = s.view;
+    HostPager& p = s.pager;
+    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 in slot 3; frames 0-2 have slot 3 free
+    // Page 10's block 3: its slot in frame 3 is page 3's. The page gets a second frame where slot 3 is free, and the
+    // block goes there, in slot 3.
+    const auto [at, x] = read_lone(v, 10, 3 * 16 + 5);
+    CHECK(x == 10 * kWords + 3 * 16 + 5);
+    const std::uint32_t f2 = static_cast<std::uint32_t>(s.second[10] >> 32) - 1;
+    REQUIRE(f2 < 3);
+    CHECK(at == v.frame_data(f2));
+    CHECK(static_cast<std::uint32_t>(s.second[10]) == 1u << 3);
+    CHECK((s.shared[f2] & (1u << 3)) != 0);
+    CHECK(word(v.frame_data(f2), 3 * 16 + 9) == 10 * kWords + 3 * 16 + 9);
+    CHECK(s.sectors[10] == (std::uint64_t{1u << 1} | std::uint64_t{1u << 1} << 32));  // its claim of block 3 given back
+    CHECK(s.displaced[10] == 0);
+    CHECK(Pte{v.pte[10]}.frame() == 3);
+    CHECK(Pte{v.pte[10]}.pins() == 0);
+    // Read again: a hit there.
+    const std::uint64_t hits = p.stats()[c_hits];
+    CHECK(read_lone(v, 10, 3 * 16 + 6) ==
+          std::pair<const std::byte*, std::uint64_t>{v.frame_data(f2), 10 * kWords + 54});
+    CHECK(p.stats()[c_hits] == hits + 1);
+    // Page 3's block 5 goes into frame 3 (slot 5 free); then page 10's block 5 finds that slot taken and goes into its
+    // second frame.
+    CHECK(read_lone(v, 3, 5 * 16).first == v.frame_data(3));
+    CHECK(read_lone(v, 10, 5 * 16 + 1).first == v.frame_data(f2));
+    CHECK(static_cast<std::uint32_t>(s.second[10]) == ((1u << 3) | (1u << 5)));
+    // While another access gets page 3 its second frame, a read that needs one waits: no mark, no claim, no pin kept.
+    const std::uint64_t had3 = s.sectors[3];
+    s.second[3] = placing_second;
+    CHECK(begin_access(v, 3, false, 0, 8, 128 + 16).kind == Step::wait);
+    CHECK(s.displaced[3] == 0);
+    CHECK(s.sectors[3] == had3);
+    CHECK(Pte{v.pte[3]}.pins() == 0);
+    s.second[3] = 0;
+    // Page 3's block 1: its slot in frame 3 is page 10's, and no frame has slot 1 free: read in place, marked.
+    CHECK(read_lone(v, 3, 16 + 2).first == v.host_page(3));
+    CHECK(s.second[3] == no_second);
+    CHECK(s.displaced[3] == 1u << 1);
+    // The change to 128 B: page 10's blocks 3 and 5 stay where they are, in its second frame's slots.
+    Relaid r(v, 7);
+    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    for (std::uint32_t k : {3u, 5u}) {
+        INFO("block " << k);
+        const std::uint64_t q = 10 * 32 + k;
+        const Pte e{r.pte[q]};
+        CHECK(e.state() == PageState::resident);
+        CHECK(e.frame() == f2 * 32 + k);
+        CHECK(r.owner[f2 * 32 + k] == q);
+        CHECK(word(r.view.frame_data(e.frame()), 7) == q * 16 + 7);
+    }
+    CHECK(fill_all_displaced(v, r.view) == 1);  // page 3's block 1, into a free slot of frame 3
+    for (std::uint32_t f = 0; f < r.view.frames_n; ++f) {
+        INFO("sub-frame " << f);
+        const std::uint32_t o = r.owner[f];
+        CHECK((o == free_frame || (o < r.view.pages && Pte{r.pte[o]}.frame() == f)));
+    }
+    CHECK(read_lone(r.view, 10 * 32 + 5, 1).second == 10 * kWords + 5 * 16 + 1);
+    // A write to page 10 takes it out of both frames; another choice than 128 B keeps no second frame.
+    ThreadGroup g{0};
+    CpuMover m;
+    std::byte* a = acquire(v, 10, true, g, m, 8, 8);
+    CHECK(a == v.host_page(10));
+    release(v, 10, g, a, true);
+    CHECK(s.second[10] == 0);
+    CHECK(second_frame_with(v, 10, 1u << 3) == Pte::max_frames);
+}
+
 TEST_CASE(
     "threads reading lone elements through shared frames, and writing, stay exact; the change to 128 B keeps it") {
     const std::uint64_t pages = 64;
-    SharingStart s(pages, 6);
+    SharingStart s(pages, 6, true);
     PagerView& v = s.view;
     constexpr unsigned threads = 8;
     std::vector<std::uint64_t> bad(threads, 0);
@@ -1697,9 +1772,9 @@ TEST_CASE(
         });
     for (auto& t : ts) t.join();
     for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
-    // No slot is two pages', and each page's blocks are in its frame's slots.
+    // No slot is two pages', and each page's blocks are in its frame's slots or its second frame's.
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> slot_of;
-    std::uint64_t in_shared = 0;
+    std::uint64_t in_shared = 0, in_second = 0;
     for (std::uint64_t q = 0; q < pages; ++q) {
         const Pte e{v.pte[q]};
         CHECK(e.pins() == 0);
@@ -1710,8 +1785,18 @@ TEST_CASE(
         for (std::uint32_t k = 0; k < 32; ++k)
             if ((have >> k) & 1u) CHECK(slot_of.emplace(std::pair{e.frame(), k}, q).second);
         ++in_shared;
+        if (s.second[q] == 0 || s.second[q] >= placing_second) continue;
+        const std::uint32_t f2 = static_cast<std::uint32_t>(s.second[q] >> 32) - 1,
+                            there = static_cast<std::uint32_t>(s.second[q]);
+        CHECK(f2 != e.frame());
+        CHECK((there & have) == 0);
+        CHECK((there & ~s.shared[f2]) == 0);
+        for (std::uint32_t k = 0; k < 32; ++k)
+            if ((there >> k) & 1u) CHECK(slot_of.emplace(std::pair{f2, k}, q).second);
+        in_second += there != 0;
     }
     CHECK(in_shared > 6);  // more pages than frames: they shared
+    INFO("pages with blocks in a second frame: " << in_second);
     // The change to 128 B: every resident sub-page has a frame nobody else has, free frames hold none, and the data
     // is what it was (written words as written, once flushed).
     Relaid r(v, 7);
@@ -1761,7 +1846,7 @@ TEST_CASE("threads' lone reads and 256-byte row writes through shared frames sta
     region_tally(0xffffffffu, dense);
     for (int mode = 0; mode < 4; ++mode) {
         INFO("tally: " << (mode == 0 ? "empty" : mode == 1 ? "128 B" : mode == 2 ? "4 KiB" : "4 KiB halfway"));
-        SharingStart s(pages, 8);
+        SharingStart s(pages, 8, true);
         PagerView& v = s.view;
         auto propose = [&](const std::uint64_t* t) {
             atom::store(&s.slots[profile_tally], 16 * t[0]);
