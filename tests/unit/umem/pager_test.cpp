@@ -1743,8 +1743,8 @@ TEST_CASE(
     constexpr unsigned threads = 8;
     std::vector<std::uint64_t> bad(threads, 0);
     std::vector<std::thread> ts;
-    // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (an exclusive frame: a
-    // write does not share), whose slot readers' blocks want too. Readers leave the written words alone: a read of a
+    // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (a write does not share:
+    // it takes its page out of a shared frame), whose slot readers' blocks want too. Readers leave the written words alone: a read of a
     // word while another thread writes it is a race of the program's own, in a frame as in any memory (TSan).
     for (unsigned t = 0; t < threads; ++t)
         ts.emplace_back([&, t] {
