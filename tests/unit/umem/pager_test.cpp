@@ -1744,8 +1744,9 @@ TEST_CASE(
     std::vector<std::uint64_t> bad(threads, 0);
     std::vector<std::thread> ts;
     // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (a write does not share:
-    // it takes its page out of a shared frame), whose slot readers' blocks want too. Readers leave the written words alone: a read of a
-    // word while another thread writes it is a race of the program's own, in a frame as in any memory (TSan).
+    // it takes its page out of a shared frame), whose slot readers' blocks want too. Readers leave the written words
+    // alone: a read of a word while another thread writes it is a race of the program's own, in a frame as in any
+    // memory (TSan).
     for (unsigned t = 0; t < threads; ++t)
         ts.emplace_back([&, t] {
             std::mt19937_64 rng(t + 1);
@@ -1866,8 +1867,9 @@ TEST_CASE("threads' lone reads and 256-byte row writes through shared frames sta
                 CpuMover m;
                 for (int i = 0; i < 20000; ++i) {
                     if (mode == 3 && t == 0 && i == 5000) propose(dense);
-                    if (i % 16 == 15) {  // a row: ~i into each of its words (the same from every writer)
-                        const std::uint64_t page = 2 * (rng() % (pages / 2)), first = 64 * (page / 2 % 8) + 8;
+                    if (i % 16 == 15) {  // a row of thread t's even pages: ~i into each of its words
+                        const std::uint64_t page = 2 * (t + threads * (rng() % (pages / 2 / threads))),
+                                            first = 64 * (page / 2 % 8) + 8;
                         std::byte* a = acquire(v, page, true, g, m, 256, first * 8);
                         for (std::uint64_t w = first; w < first + 32; ++w) {
                             const std::uint64_t x = ~(page * kWords + w);
