@@ -144,9 +144,10 @@ struct PagerView {
     std::uint32_t* displaced_blocks = nullptr;
     // [pages], with shared_slots (null otherwise): a partial page's second frame, for lone reads of its blocks whose
     // slot in its frame is another page's (claim_second): bits 0-31 its blocks there (block k in slot k, as in the
-    // first), bits 32-63 the frame + 1; 0 none yet, no_second none to be had. Pages held 32 blocks each in one frame of
-    // 32 slots, so a pool that p128 would fill was read largely in place (H200, Zipf u64 over 1 GiB at a 25% pool: 460K
-    // reads in place in the first kernel, filled again at the change; bench/results/umem-h200-2026-11-28e.md).
+    // first), bits 32-63 the frame + 1; 0 none yet, placing_second being placed, no_second none to be had. Pages held
+    // 32 blocks each in one frame of 32 slots, so a pool that p128 would fill was read largely in place (H200, Zipf u64
+    // over 1 GiB at a 25% pool: 460K reads in place in the first kernel, filled again at the change;
+    // bench/results/umem-h200-2026-11-28e.md).
     std::uint64_t* second_frames = nullptr;
     // [pages / 64 rounded up], set by the owner exactly where nothing is ever evicted (null elsewhere): bit p
     // set once page p is resident whole. There a page's frame is its own number (claim_frame), so a read hit
@@ -794,7 +795,7 @@ inline constexpr std::uint32_t second_busy = Pte::max_frames + 1;
 // page: a page's blocks are then in at most two frames, and the change to 128 B finds each in its slot of one of them
 // (relay_page). Reading in place while another access placed the frame would have marked those blocks displaced for
 // the rest of the kernel (known_displaced), and a hot page's accesses mostly arrive together: runs of 8 u64 over 1 GiB
-// at a 25% pool took 1.21x p128 in their first pass, against 1.11 without second frames (H200,
+// at a 25% pool took 1.21x the best fixed size in their first pass, against 1.11 without second frames (H200,
 // bench/results/umem-h200-2026-11-28e.md).
 UMEM_HD inline std::uint32_t claim_second(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
     if (v.second_frames == nullptr) return Pte::max_frames;
