@@ -416,11 +416,16 @@ UMEM_HD inline bool shared_frame_at(const PagerView& v, std::uint32_t f) {
     return v.shared_slots != nullptr && atom::peek(&v.shared_slots[f]) != 0;
 }
 
+// The blocks in a page's second frame, from its PagerView::second_frames word: none while it has no frame there.
+UMEM_HD inline std::uint32_t second_frame_blocks(std::uint64_t w) {
+    return w >= placing_second ? 0u : static_cast<std::uint32_t>(w);
+}
+
 // The second frame of `page` where it holds every block of `blocks` (PagerView::second_frames); max_frames otherwise.
 UMEM_HD inline std::uint32_t second_frame_with(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
     if (v.second_frames == nullptr) return Pte::max_frames;
     const std::uint64_t w = atom::load(&v.second_frames[page]);  // the blocks' bytes before their bits (finish_sector)
-    if (w >= placing_second || (blocks & ~static_cast<std::uint32_t>(w)) != 0) return Pte::max_frames;
+    if ((blocks & ~second_frame_blocks(w)) != 0) return Pte::max_frames;
     return static_cast<std::uint32_t>(w >> 32) - 1;
 }
 
@@ -487,12 +492,12 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         const std::uint32_t sub = from.sub_page_blocks(j, d);
         valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
         missing = sub & ~valid;
-        if (const std::uint32_t second = second_frame_with(from, q >> d, sub);
-            valid == 0 && second != Pte::max_frames) {
-            frame = second;  // its block in the page's second frame, in the same slot
-            valid = sub;
-            missing = 0;
-        }
+        if (valid == 0)
+            if (const std::uint32_t second = second_frame_with(from, q >> d, sub); second != Pte::max_frames) {
+                frame = second;  // its block in the page's second frame, in the same slot
+                valid = sub;
+                missing = 0;
+            }
     }
     const std::uint32_t f = (frame << d) | j;
     if (valid == 0) {  // host too, its frame free (that of a shared frame: above, as a sub-frame)
@@ -561,8 +566,8 @@ UMEM_HD inline std::uint32_t displaced_want(const PagerView& from, std::uint64_t
     const Pte e{atom::peek(&from.pte[page])};
     if (marked == 0 || e.state() != PageState::resident || !e.is(Pte::partial)) return 0;
     frame = e.frame();
-    const std::uint64_t second = from.second_frames == nullptr ? 0 : atom::peek(&from.second_frames[page]);
-    const std::uint32_t in_second = second >= placing_second ? 0u : static_cast<std::uint32_t>(second);
+    const std::uint32_t in_second =
+        from.second_frames == nullptr ? 0u : second_frame_blocks(atom::peek(&from.second_frames[page]));
     // since in a slot of its own, or of its second frame
     return marked & ~static_cast<std::uint32_t>(atom::peek(&from.sectors[page])) & ~in_second;
 }
@@ -1072,18 +1077,16 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                         v.count(shard, c_faults);
                         if (claim_slots(v, e.frame(), mine))
                             return {Step::sector, e.frame(), no_page, 0, mine};  // pinned until finish_sector
-                        if (const std::uint32_t f =
-                                shares(v, bytes, write) ? claim_second(v, page, mine) : Pte::max_frames;
-                            f != Pte::max_frames) {
-                            if (f != second_busy) return {Step::sector, f, no_page, 0, mine};  // into its second frame
-                            atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
+                        const std::uint32_t f = shares(v, bytes, write) ? claim_second(v, page, mine) : Pte::max_frames;
+                        if (f < Pte::max_frames) return {Step::sector, f, no_page, 0, mine};  // its second frame
+                        atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));      // the claim given back
+                        if (f == second_busy) {  // another access is placing the second frame: look again
                             atom::fetch_sub(slot, Pte::pin_one);
                             return {Step::wait, 0, no_page, 0, 0};
                         }
                         // Another page's blocks are in those slots (a shared frame, which a write never gets to
                         // here): read in place, as the access would have if the page were not resident. Nothing else
                         // can bring those blocks in while the frame is shared, so the host's bytes are the page's.
-                        atom::fetch_and(&v.sectors[page], ~(std::uint64_t{mine} << 32));
                         note_displaced(v, page, mine);
                         return partial_in_place(v, shard);
                     }

@@ -295,12 +295,20 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
     }
 }
 
-// The row that lone_and_row_writes_kernel writes in even page p: words [64 r + 8, 64 r + 40), r = p / 2 % 8, 256 bytes
-// across three 128-byte blocks.
-__host__ __device__ inline bool written_word(std::uint64_t i) {
-    const std::uint64_t page = i / kWords, w = i % kWords, from = 64 * (page / 2 % 8) + 8;
-    return page % 2 == 0 && w >= from && w < from + 32;
+// The row that lone_and_row_writes_kernel writes in even page p: its first element, of 32, word 64 r + 8 of the page,
+// r = p / 2 % 8 (256 bytes across three 128-byte blocks).
+__host__ __device__ inline std::uint64_t row_first(std::uint64_t page) {
+    return page * kWords + 64 * (page / 2 % 8) + 8;
 }
+
+// Whether element i is in such a row.
+__host__ __device__ inline bool written_word(std::uint64_t i) {
+    const std::uint64_t page = i / kWords;
+    return page % 2 == 0 && i >= row_first(page) && i < row_first(page) + 32;
+}
+
+// What element i holds once every even page's row was written: ~i there, i elsewhere.
+__host__ __device__ inline std::uint64_t after_row_writes(std::uint64_t i) { return written_word(i) ? ~i : i; }
 
 // Each thread reads 16 random words through get() (none that a warp writes: those are raced), then its warp writes ~i
 // into every word of the row of an even page (written_word). Odd pages are read in every block, so in the frames that
@@ -313,16 +321,16 @@ __global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t
         if (written_word(i)) i += 32;  // past the row: never written
         if (a.get(i) != i) atomicAdd(bad, 1ull);
     }
-    const std::uint64_t page = 2 * (warp * 40503u % (pages / 2)), first = page * kWords + 64 * (page / 2 % 8) + 8;
+    const std::uint64_t page = 2 * (warp * 40503u % (pages / 2)), first = row_first(page);
     PageRef<std::uint64_t> r = a.warp_acquire(page, true, first, 32);
     r.data[first % a.per_page() + (threadIdx.x & 31)] = ~(first + (threadIdx.x & 31));
     a.warp_release(r);
 }
 
-// Thread t reads element t through get(): ~t where written_word says a row was written (every even page's is), else t.
+// Thread t reads element t through get(), which holds after_row_writes(t).
 __global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, unsigned long long* bad) {
     const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-    if (i < n && a.get(i) != (written_word(i) ? ~i : i)) atomicAdd(bad, 1ull);
+    if (i < n && a.get(i) != after_row_writes(i)) atomicAdd(bad, 1ull);
 }
 
 // What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
@@ -724,7 +732,7 @@ WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frame
     r.page_size = pager.page_size();
     r.bad_read = after.get();
     pager.flush();
-    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != (written_word(i) ? ~i : i);
+    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != after_row_writes(i);
     return r;
 }
 
