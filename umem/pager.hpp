@@ -421,12 +421,16 @@ UMEM_HD inline std::uint32_t second_frame_blocks(std::uint64_t w) {
     return w >= placing_second ? 0u : static_cast<std::uint32_t>(w);
 }
 
-// The second frame of `page` where it holds every block of `blocks` (PagerView::second_frames); max_frames otherwise.
+// Where a read of `blocks` of a partial page finds them in its second frame (PagerView::second_frames): the frame
+// where it holds them all, split_frames where it holds some (the others are in the first frame or nowhere; a frame is
+// one address for the whole read, so it reads in place), max_frames where it holds none.
+inline constexpr std::uint32_t split_frames = Pte::max_frames + 2;
 UMEM_HD inline std::uint32_t second_frame_with(const PagerView& v, std::uint64_t page, std::uint32_t blocks) {
     if (v.second_frames == nullptr) return Pte::max_frames;
     const std::uint64_t w = atom::load(&v.second_frames[page]);  // the blocks' bytes before their bits (finish_sector)
-    if ((blocks & ~second_frame_blocks(w)) != 0) return Pte::max_frames;
-    return static_cast<std::uint32_t>(w >> 32) - 1;
+    const std::uint32_t there = blocks & second_frame_blocks(w);
+    if (there == 0) return Pte::max_frames;
+    return there == blocks ? static_cast<std::uint32_t>(w >> 32) - 1 : split_frames;
 }
 
 // The owner of a frame that pages shared, as a change lays it out: free where no page's block stays there, written
@@ -493,7 +497,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
         valid = static_cast<std::uint32_t>(atom::peek(&from.sectors[q >> d])) & sub;
         missing = sub & ~valid;
         if (valid == 0)
-            if (const std::uint32_t second = second_frame_with(from, q >> d, sub); second != Pte::max_frames) {
+            if (const std::uint32_t second = second_frame_with(from, q >> d, sub); second < Pte::max_frames) {
                 frame = second;  // its block in the page's second frame, in the same slot
                 valid = sub;
                 missing = 0;
@@ -676,6 +680,12 @@ inline constexpr std::uint32_t lone_fill_shift_for(std::uint64_t bytes) {
 }
 inline constexpr std::uint32_t lone_rest_blocks_for(std::uint64_t bytes) { return bytes <= (2ull << 30) ? 16 : 8; }
 
+// The blocks of `page` that bytes [offset, offset + bytes) lie in (~0ull bytes: the whole page).
+UMEM_HD inline std::uint32_t read_blocks(const PagerView& v, std::uint64_t page, std::uint64_t offset,
+                                         std::uint64_t bytes) {
+    return bytes >= v.page_size() ? v.page_blocks(page) : v.blocks_of(offset, bytes) & v.page_blocks(page);
+}
+
 // The blocks of `page` an access needs in the frame: with sectors (the automatic page size's 4 KiB
 // start), before the first choice, only those of a small access (a quarter of the page or less), so that
 // a row's fill moves the row, not 4 KiB. A lone thread's element where the pool holds the array takes the aligned
@@ -692,7 +702,7 @@ UMEM_HD inline std::uint32_t need_blocks(const PagerView& v, std::uint64_t page,
                             end = (offset + bytes + chunk - 1) & ~(chunk - 1);
         return v.blocks_of(first, end - first) & v.page_blocks(page);
     }
-    return v.blocks_of(offset, bytes) & v.page_blocks(page);
+    return read_blocks(v, page, offset, bytes);
 }
 
 // What an access to a partial page must still copy in, of the blocks it needs, the frame lacking `have` (0: it has
@@ -1060,12 +1070,16 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
                 const std::uint32_t missing = missing_blocks(v, page, offset, bytes, static_cast<std::uint32_t>(w),
                                                              static_cast<std::uint32_t>(w >> 32));
                 if (missing != 0) {  // claim those nobody claimed (one copy: fill_frame)
-                    if (const std::uint32_t f =
-                            slots_in_use(v) == nullptr ? Pte::max_frames : second_frame_with(v, page, missing);
-                        f != Pte::max_frames) {  // a read, in the page's second frame
+                    if (const std::uint32_t f = slots_in_use(v) == nullptr
+                                                    ? Pte::max_frames
+                                                    : second_frame_with(v, page, read_blocks(v, page, offset, bytes));
+                        f < Pte::max_frames) {  // a read, in the page's second frame
                         v.count(shard, c_hits);
                         mark_hit(v, slot, e, false);
                         return {Step::hit, f, no_page, 0, 0};
+                    } else if (f == split_frames) {
+                        v.count(shard, c_faults);
+                        return partial_in_place(v, shard);
                     }
                     if (known_displaced(v, page, missing)) {
                         v.count(shard, c_faults);

@@ -295,8 +295,8 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
     }
 }
 
-// The row that lone_and_row_writes_kernel writes in even page p: its first element, of 32, word 64 r + 8 of the page,
-// r = p / 2 % 8 (256 bytes across three 128-byte blocks).
+// The row that lone_reads_and_rows_kernel writes (or reads) in even page p: its first element, of 32, word 64 r + 8 of
+// the page, r = p / 2 % 8 (256 bytes across three 128-byte blocks).
 __host__ __device__ inline std::uint64_t row_first(std::uint64_t page) {
     return page * kWords + 64 * (page / 2 % 8) + 8;
 }
@@ -311,9 +311,11 @@ __host__ __device__ inline bool written_word(std::uint64_t i) {
 __host__ __device__ inline std::uint64_t after_row_writes(std::uint64_t i) { return written_word(i) ? ~i : i; }
 
 // Each thread reads 16 random words through get() (none that a warp writes: those are raced), then its warp writes ~i
-// into every word of the row of an even page (written_word). Odd pages are read in every block, so in the frames that
-// pages share the slots a row needs are often another page's, while its page has some of the row's blocks in.
-__global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned long long* bad) {
+// into every word of the row of an even page (written_word), or reads them (`write` false: each word i). Odd pages are
+// read in every block, so in the frames that pages share the slots a row needs are often another page's, while its
+// page has some of the row's blocks in, in its first frame or its second.
+__global__ void lone_reads_and_rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, bool write,
+                                           unsigned long long* bad) {
     const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x, warp = t >> 5;
     std::uint32_t s = static_cast<std::uint32_t>(t) * 2654435761u + 3;
     for (int k = 0; k < 16; ++k) {
@@ -322,15 +324,19 @@ __global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t
         if (a.get(i) != i) atomicAdd(bad, 1ull);
     }
     const std::uint64_t page = 2 * (warp * 40503u % (pages / 2)), first = row_first(page);
-    PageRef<std::uint64_t> r = a.warp_acquire(page, true, first, 32);
-    r.data[first % a.per_page() + (threadIdx.x & 31)] = ~(first + (threadIdx.x & 31));
+    PageRef<std::uint64_t> r = a.warp_acquire(page, write, first, 32);
+    std::uint64_t& x = r.data[first % a.per_page() + (threadIdx.x & 31)];
+    if (write)
+        x = ~(first + (threadIdx.x & 31));
+    else if (load_cg(&x) != first + (threadIdx.x & 31))
+        atomicAdd(bad, 1ull);
     a.warp_release(r);
 }
 
-// Thread t reads element t through get(), which holds after_row_writes(t).
-__global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, unsigned long long* bad) {
+// Thread t reads element t through get(), which holds after_row_writes(t) (t where nothing was written).
+__global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, bool written, unsigned long long* bad) {
     const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-    if (i < n && a.get(i) != after_row_writes(i)) atomicAdd(bad, 1ull);
+    if (i < n && a.get(i) != (written ? after_row_writes(i) : i)) atomicAdd(bad, 1ull);
 }
 
 // What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
@@ -710,29 +716,29 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     return bad;
 }
 
-WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames) {
+RowsIntoShared run_rows_into_shared(std::uint64_t pages, std::uint64_t frames, bool write) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     Config c;  // page size left out
     c.bytes = pages * kWords * 8;
     c.frames = frames;
     GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
-    WritesIntoShared r;
+    RowsIntoShared r;
     Counter first, after;
-    const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written
-    lone_and_row_writes_kernel<<<static_cast<unsigned>(threads / 256), 256>>>(
-        Array<std::uint64_t>(pager.view(), pager.ring()), pages, first.p);
-    ck(cudaDeviceSynchronize(), "lone reads and row writes");
+    const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written (or read)
+    lone_reads_and_rows_kernel<<<static_cast<unsigned>(threads / 256), 256>>>(
+        Array<std::uint64_t>(pager.view(), pager.ring()), pages, write, first.p);
+    ck(cudaDeviceSynchronize(), "lone reads and rows");
     r.first_kernel = pager.stats();
     r.bad_first = first.get();
     const std::uint64_t n = pages * kWords;
     check_written_kernel<<<static_cast<unsigned>(n / 256), 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), n,
-                                                                  after.p);
+                                                                  write, after.p);
     ck(cudaDeviceSynchronize(), "read back");
     r.page_size = pager.page_size();
     r.bad_read = after.get();
     pager.flush();
-    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != after_row_writes(i);
+    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != (write ? after_row_writes(i) : i);
     return r;
 }
 

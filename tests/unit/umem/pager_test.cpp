@@ -1735,6 +1735,34 @@ TEST_CASE("a lone read whose slot is another page's takes a second frame for its
     CHECK(second_frame_with(v, 10, 1u << 3) == Pte::max_frames);
 }
 
+// A frame is one address for the whole access: a read whose blocks lie some in a page's first frame and some in its
+// second cannot be served from either.
+TEST_CASE("a read across blocks in a page's two frames reads host memory, not another page's slot") {
+    SharingStart s(64, 4, true);
+    PagerView& v = s.view;
+    share_some(s);                 // frame 3: page 10's block 1 in slot 1, page 3's block 3 in slot 3
+    read_lone(v, 10, 3 * 16 + 5);  // page 10's block 3: into its second frame (its slot in frame 3 is page 3's)
+    const std::uint32_t f2 = static_cast<std::uint32_t>(s.second[10] >> 32) - 1;
+    REQUIRE(f2 < 3);
+    REQUIRE(read_lone(v, 10, 2 * 16).first == v.frame_data(3));  // its block 2: into frame 3, slot 2
+    ThreadGroup g{0};
+    CpuMover m;
+    // A 256-byte row over blocks 2 and 3, and a 16-byte element across their border: every word the page's own.
+    for (auto [offset, bytes] : {std::pair<std::uint64_t, std::uint64_t>{256, 256}, {3 * 128 - 8, 16}}) {
+        INFO("bytes " << offset << " + " << bytes);
+        std::byte* a = acquire(v, 10, false, g, m, bytes, offset);
+        CHECK(a == v.host_page(10));
+        for (std::uint64_t w = offset / 8; w < (offset + bytes) / 8; ++w) CHECK(word(a, w) == 10 * kWords + w);
+        release(v, 10, g, a, false);
+        CHECK(Pte{v.pte[10]}.pins() == 0);
+    }
+    // Each block alone still hits where it is.
+    CHECK(read_lone(v, 10, 2 * 16 + 1) ==
+          std::pair<const std::byte*, std::uint64_t>{v.frame_data(3), 10 * kWords + 33});
+    CHECK(read_lone(v, 10, 3 * 16 + 1) ==
+          std::pair<const std::byte*, std::uint64_t>{v.frame_data(f2), 10 * kWords + 49});
+}
+
 TEST_CASE(
     "threads reading lone elements through shared frames, and writing, stay exact; the change to 128 B keeps it") {
     const std::uint64_t pages = 64;
