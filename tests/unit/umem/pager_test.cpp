@@ -53,6 +53,20 @@ std::uint64_t word(const std::byte* p, std::uint64_t w) {
 }
 std::uint64_t word(const HostPager::Access& a, std::uint64_t w) { return word(a.data(), w); }
 
+// body(t) for t in [0, n) on n threads that start together (a barrier, so that races are likely), joined before it
+// returns.
+template <class F>
+void on_threads(unsigned n, F&& body) {
+    std::barrier start(static_cast<std::ptrdiff_t>(n));
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < n; ++t)
+        ts.emplace_back([&, t] {
+            start.arrive_and_wait();
+            body(t);
+        });
+    for (auto& t : ts) t.join();
+}
+
 }  // namespace
 
 TEST_CASE("PTE transitions keep every field in its bits") {
@@ -279,27 +293,24 @@ TEST_CASE("threads reading single elements (GPU get()'s path) see every value, p
         std::vector<std::uint64_t> d = numbered(pages);
         HostPager p(config(pages, frames), bytes(d));
         const PagerView& v = p.view();
-        std::vector<std::thread> ts;
         std::vector<std::uint64_t> bad(8, 0);
-        for (unsigned t = 0; t < 8; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t + 17 * frames);
-                ThreadGroup g = ThreadGroup::current();
-                CpuMover m;
-                for (int i = 0; i < 20000; ++i) {
-                    std::uint64_t page = rng() % 8 == 0 ? rng() % pages : rng() % 4, w = rng() % kWords;
-                    std::uint64_t x;
-                    if (const std::byte* f = find_resident(v, page)) {
-                        std::memcpy(&x, f + w * 8, 8);
-                    } else {
-                        const std::byte* q = acquire(v, page, false, g, m);
-                        std::memcpy(&x, q + w * 8, 8);
-                        release(v, page, g, q, false);
-                    }
-                    bad[t] += x != page * kWords + w;
+        on_threads(8, [&](unsigned t) {
+            std::mt19937_64 rng(t + 17 * frames);
+            ThreadGroup g = ThreadGroup::current();
+            CpuMover m;
+            for (int i = 0; i < 20000; ++i) {
+                std::uint64_t page = rng() % 8 == 0 ? rng() % pages : rng() % 4, w = rng() % kWords;
+                std::uint64_t x;
+                if (const std::byte* f = find_resident(v, page)) {
+                    std::memcpy(&x, f + w * 8, 8);
+                } else {
+                    const std::byte* q = acquire(v, page, false, g, m);
+                    std::memcpy(&x, q + w * 8, 8);
+                    release(v, page, g, q, false);
                 }
-            });
-        for (auto& t : ts) t.join();
+                bad[t] += x != page * kWords + w;
+            }
+        });
         INFO("frames " << frames);
         for (unsigned t = 0; t < 8; ++t) CHECK(bad[t] == 0);
         for (std::uint64_t pg = 0; pg < pages; ++pg) CHECK(Pte{v.pte[pg]}.pins() == 0);
@@ -312,16 +323,11 @@ TEST_CASE("concurrent faults on one page are coalesced into one fill") {
     for (int round = 0; round < 20; ++round) {
         std::vector<std::uint64_t> d = numbered(4);
         HostPager p(config(4, 4), bytes(d));
-        std::barrier start(threads);
-        std::vector<std::thread> ts;
         std::vector<int> ok(threads, 0);
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                start.arrive_and_wait();
-                auto a = p.access(3, false);
-                ok[t] = word(a, 9) == 3 * kWords + 9;
-            });
-        for (auto& t : ts) t.join();
+        on_threads(threads, [&](int t) {
+            auto a = p.access(3, false);
+            ok[t] = word(a, 9) == 3 * kWords + 9;
+        });
         for (int t = 0; t < threads; ++t) CHECK(ok[t]);
         Stats s = p.stats();
         CHECK(s[c_fills] <= 1);  // a page is never filled twice (late comers wait or read through)
@@ -341,25 +347,22 @@ TEST_CASE("threads as warps: random reads and writes through a small pool stay e
         HostPager p(c, bytes(d));
         std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(pages, 0));
         std::vector<int> bad(threads, 0);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t * 7919 + 1);
-                for (int i = 0; i < ops; ++i) {
-                    std::uint64_t pg = rng() % pages;
-                    if (i % 3 == 0) pg = (pg & ~std::uint64_t{7}) + (i / 3) % 8;  // short sequential runs
-                    bool write = rng() % 2;
-                    auto a = p.access(pg, write);
-                    if (word(a, 100) != pg * kWords + 100) ++bad[t];
-                    if (write) {
-                        // word 200 + t belongs to thread t on every page: a private counter.
-                        std::uint64_t v = word(a, 200 + t) + 1;
-                        std::memcpy(a.data() + (200 + t) * 8, &v, 8);
-                        ++expect[t][pg];
-                    }
+        on_threads(threads, [&](int t) {
+            std::mt19937_64 rng(t * 7919 + 1);
+            for (int i = 0; i < ops; ++i) {
+                std::uint64_t pg = rng() % pages;
+                if (i % 3 == 0) pg = (pg & ~std::uint64_t{7}) + (i / 3) % 8;  // short sequential runs
+                bool write = rng() % 2;
+                auto a = p.access(pg, write);
+                if (word(a, 100) != pg * kWords + 100) ++bad[t];
+                if (write) {
+                    // word 200 + t belongs to thread t on every page: a private counter.
+                    std::uint64_t v = word(a, 200 + t) + 1;
+                    std::memcpy(a.data() + (200 + t) * 8, &v, 8);
+                    ++expect[t][pg];
                 }
-            });
-        for (auto& t : ts) t.join();
+            }
+        });
         p.flush();
         for (int t = 0; t < threads; ++t) {
             CHECK(bad[t] == 0);
@@ -776,14 +779,9 @@ TEST_CASE("the access profile under concurrent accesses: every block any thread 
             reads[t].push_back({off, len});
         }
     }
-    std::barrier start(threads);
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < threads; ++t)
-        ts.emplace_back([&, t] {
-            start.arrive_and_wait();
-            for (auto [off, len] : reads[t]) profile_note(p.v, off, len);
-        });
-    for (auto& t : ts) t.join();
+    on_threads(threads, [&](unsigned t) {
+        for (auto [off, len] : reads[t]) profile_note(p.v, off, len);
+    });
     std::map<std::uint64_t, std::uint32_t> want;  // region -> blocks read
     for (auto& rs : reads)
         for (auto [off, len] : rs) {
@@ -814,15 +812,10 @@ TEST_CASE("the access profile under contention: threads marking other blocks of 
     for (int round = 0; round < 300 && lost == 0; ++round) {
         ProfiledView p(regions * 4096);
         const std::vector<std::uint64_t> s = sampled_regions(p.v, regions);
-        std::barrier start(threads);
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                start.arrive_and_wait();
-                for (unsigned b = t; b < 32; b += threads)
-                    for (std::uint64_t r : s) profile_note(p.v, r * 4096 + b * 128, 8);
-            });
-        for (auto& t : ts) t.join();
+        on_threads(threads, [&](unsigned t) {
+            for (unsigned b = t; b < 32; b += threads)
+                for (std::uint64_t r : s) profile_note(p.v, r * 4096 + b * 128, 8);
+        });
         for (std::uint64_t r : s) {
             const std::uint64_t e = slot_of(p, r);
             if ((e >> 32) == r + 1) lost += static_cast<std::uint32_t>(e) != 0xffffffffu;
@@ -1083,34 +1076,29 @@ TEST_CASE("lone elements at a full pool: threads filling chunks and the rest of 
     auto written = [](std::uint64_t w) { return w % 64 == 3; };  // thread w / 64 adds to word w
     // When: threads read random words of random pages as lone 8-byte elements, and add 1 to a word of their own, so
     // that chunks and rests are claimed while others write into blocks already in.
-    std::vector<std::thread> ts;
-    std::barrier go(threads);
-    for (unsigned t = 0; t < threads; ++t)
-        ts.emplace_back([&, t] {
-            std::mt19937_64 rng(t + 7);
-            ThreadGroup g = ThreadGroup::current();
-            CpuMover m;
-            go.arrive_and_wait();
-            for (int i = 0; i < 20000; ++i) {
-                const std::uint64_t page = rng() % pages;
-                const bool write = i % 4 == 0;
-                std::uint64_t w = write ? 64 * t + 3 : rng() % kWords;
-                if (!write && written(w)) ++w;
-                std::byte* q = acquire(v, page, write, g, m, 8, w * 8);
-                std::uint64_t x;
-                std::memcpy(&x, q + w * 8, 8);
-                if (write) {
-                    ++x;
-                    std::memcpy(q + w * 8, &x, 8);
-                    if (q != v.host_page(page)) note_write(v, page, w * 8, 8);
-                    ++writes[t][page];
-                } else {
-                    bad[t] += x != page * kWords + w;
-                }
-                release(v, page, g, q, write);
+    on_threads(threads, [&](unsigned t) {
+        std::mt19937_64 rng(t + 7);
+        ThreadGroup g = ThreadGroup::current();
+        CpuMover m;
+        for (int i = 0; i < 20000; ++i) {
+            const std::uint64_t page = rng() % pages;
+            const bool write = i % 4 == 0;
+            std::uint64_t w = write ? 64 * t + 3 : rng() % kWords;
+            if (!write && written(w)) ++w;
+            std::byte* q = acquire(v, page, write, g, m, 8, w * 8);
+            std::uint64_t x;
+            std::memcpy(&x, q + w * 8, 8);
+            if (write) {
+                ++x;
+                std::memcpy(q + w * 8, &x, 8);
+                if (q != v.host_page(page)) note_write(v, page, w * 8, 8);
+                ++writes[t][page];
+            } else {
+                bad[t] += x != page * kWords + w;
             }
-        });
-    for (auto& t : ts) t.join();
+            release(v, page, g, q, write);
+        }
+    });
     // Then: every read saw its word, every page came in whole, each byte once, and the writes reach host memory.
     for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
     for (std::uint64_t pg = 0; pg < pages; ++pg) {
@@ -1137,39 +1125,36 @@ TEST_CASE("partial pages: threads reading and writing rows through a small pool 
         std::vector<std::uint64_t>& d = start.data;
         constexpr unsigned threads = 8;
         std::vector<std::uint64_t> bad(threads, 0);
-        std::vector<std::thread> ts;
         // Thread t reads 64-byte rows of random pages (checking one word of each, never a written one) and
         // adds 1 to word 256 + 16 t of them (a 32-byte row in block 16 + t, which readers' rows need too: two
         // copies of one block, unclaimed, could put a write's block back as it was).
         std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(pages));
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t + 99 * frames);
-                ThreadGroup g = ThreadGroup::current();
-                CpuMover m;
-                for (int i = 0; i < 5000; ++i) {
-                    const std::uint64_t page = rng() % pages;
-                    const bool write = i % 3 == 0;
-                    std::uint64_t w = rng() % kWords;
-                    if (w >= 256 && w < 256 + 16 * threads && (w - 256) % 16 == 0) ++w;  // not the written word
-                    const std::uint64_t at = write ? (256 + 16 * t) * 8 : w * 8 & ~63ull, n = write ? 32 : 64;
-                    profile_note(v, page * kPage + at, n);
-                    std::byte* q = acquire(v, page, write, g, m, n, at);
-                    std::uint64_t x;
-                    if (write) {
-                        std::memcpy(&x, q + at, 8);
-                        ++x;
-                        std::memcpy(q + at, &x, 8);
-                        if (q != v.host_page(page)) note_write(v, page, at, 8);
-                        ++writes[t][page];
-                    } else {
-                        std::memcpy(&x, q + w * 8, 8);
-                        bad[t] += x != page * kWords + w;
-                    }
-                    release(v, page, g, q, write);
+        on_threads(threads, [&](unsigned t) {
+            std::mt19937_64 rng(t + 99 * frames);
+            ThreadGroup g = ThreadGroup::current();
+            CpuMover m;
+            for (int i = 0; i < 5000; ++i) {
+                const std::uint64_t page = rng() % pages;
+                const bool write = i % 3 == 0;
+                std::uint64_t w = rng() % kWords;
+                if (w >= 256 && w < 256 + 16 * threads && (w - 256) % 16 == 0) ++w;  // not the written word
+                const std::uint64_t at = write ? (256 + 16 * t) * 8 : w * 8 & ~63ull, n = write ? 32 : 64;
+                profile_note(v, page * kPage + at, n);
+                std::byte* q = acquire(v, page, write, g, m, n, at);
+                std::uint64_t x;
+                if (write) {
+                    std::memcpy(&x, q + at, 8);
+                    ++x;
+                    std::memcpy(q + at, &x, 8);
+                    if (q != v.host_page(page)) note_write(v, page, at, 8);
+                    ++writes[t][page];
+                } else {
+                    std::memcpy(&x, q + w * 8, 8);
+                    bad[t] += x != page * kWords + w;
                 }
-            });
-        for (auto& t : ts) t.join();
+                release(v, page, g, q, write);
+            }
+        });
         ThreadGroup g{0};
         CpuMover m;
         flush_all(v, g, m);
@@ -1770,36 +1755,33 @@ TEST_CASE(
     PagerView& v = s.view;
     constexpr unsigned threads = 8;
     std::vector<std::uint64_t> bad(threads, 0);
-    std::vector<std::thread> ts;
     // Thread t reads random words and writes ~(its number) into word 16 t + 3 of page 2 t (a write does not share:
     // it takes its page out of a shared frame), whose slot readers' blocks want too. Readers leave the written words
     // alone: a read of a word while another thread writes it is a race of the program's own, in a frame as in any
     // memory (TSan).
-    for (unsigned t = 0; t < threads; ++t)
-        ts.emplace_back([&, t] {
-            std::mt19937_64 rng(t + 1);
-            ThreadGroup g{t};
-            CpuMover m;
-            for (int i = 0; i < 3000; ++i) {
-                const std::uint64_t page = rng() % pages;
-                std::uint64_t w = rng() % kWords;
-                if (page % 2 == 0 && page / 2 < threads && w == 8 * page + 3) ++w;
-                if (i % 10 == 0) {
-                    const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
-                    std::byte* a = acquire(v, wp, true, g, m, 8, ww * 8);
-                    const std::uint64_t x = ~(wp * kWords + ww);
-                    std::memcpy(a + ww * 8, &x, 8);
-                    if (a != v.host_page(wp)) note_write(v, wp, ww * 8, 8);
-                    release(v, wp, g, a, true);
-                    continue;
-                }
-                std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
-                const std::uint64_t x = word(a, w), want = page * kWords + w;
-                bad[t] += x != want;
-                release(v, page, g, a, false);
+    on_threads(threads, [&](unsigned t) {
+        std::mt19937_64 rng(t + 1);
+        ThreadGroup g{t};
+        CpuMover m;
+        for (int i = 0; i < 3000; ++i) {
+            const std::uint64_t page = rng() % pages;
+            std::uint64_t w = rng() % kWords;
+            if (page % 2 == 0 && page / 2 < threads && w == 8 * page + 3) ++w;
+            if (i % 10 == 0) {
+                const std::uint64_t wp = 2 * t, ww = 16 * t + 3;
+                std::byte* a = acquire(v, wp, true, g, m, 8, ww * 8);
+                const std::uint64_t x = ~(wp * kWords + ww);
+                std::memcpy(a + ww * 8, &x, 8);
+                if (a != v.host_page(wp)) note_write(v, wp, ww * 8, 8);
+                release(v, wp, g, a, true);
+                continue;
             }
-        });
-    for (auto& t : ts) t.join();
+            std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
+            const std::uint64_t x = word(a, w), want = page * kWords + w;
+            bad[t] += x != want;
+            release(v, page, g, a, false);
+        }
+    });
     for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
     // No slot is two pages', and each page's blocks are in its frame's slots or its second frame's.
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> slot_of;
@@ -1887,37 +1869,34 @@ TEST_CASE("threads' lone reads and 256-byte row writes through shared frames sta
         std::vector<std::atomic<bool>> row_written(pages);
         constexpr unsigned threads = 8;
         std::vector<std::uint64_t> bad(threads, 0);
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t + 1);
-                ThreadGroup g{t};
-                CpuMover m;
-                for (int i = 0; i < 20000; ++i) {
-                    if (mode == 3 && t == 0 && i == 5000) propose(dense);
-                    if (i % 16 == 15) {  // a row of thread t's even pages: ~i into each of its words
-                        const std::uint64_t page = 2 * (t + threads * (rng() % (pages / 2 / threads))),
-                                            first = 64 * (page / 2 % 8) + 8;
-                        std::byte* a = acquire(v, page, true, g, m, 256, first * 8);
-                        for (std::uint64_t w = first; w < first + 32; ++w) {
-                            const std::uint64_t x = ~(page * kWords + w);
-                            std::memcpy(a + w * 8, &x, 8);
-                        }
-                        if (a != v.host_page(page)) note_write(v, page, first * 8, 256);
-                        release(v, page, g, a, true);
-                        row_written[page] = true;
-                        continue;
+        on_threads(threads, [&](unsigned t) {
+            std::mt19937_64 rng(t + 1);
+            ThreadGroup g{t};
+            CpuMover m;
+            for (int i = 0; i < 20000; ++i) {
+                if (mode == 3 && t == 0 && i == 5000) propose(dense);
+                if (i % 16 == 15) {  // a row of thread t's even pages: ~i into each of its words
+                    const std::uint64_t page = 2 * (t + threads * (rng() % (pages / 2 / threads))),
+                                        first = 64 * (page / 2 % 8) + 8;
+                    std::byte* a = acquire(v, page, true, g, m, 256, first * 8);
+                    for (std::uint64_t w = first; w < first + 32; ++w) {
+                        const std::uint64_t x = ~(page * kWords + w);
+                        std::memcpy(a + w * 8, &x, 8);
                     }
-                    std::uint64_t idx = (rng() % pages) * kWords + rng() % kWords;
-                    if (written_word(idx)) idx += 32;  // past the row: never written
-                    if (idx >= pages * kWords) continue;
-                    const std::uint64_t page = idx / kWords, w = idx % kWords;
-                    std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
-                    bad[t] += word(a, w) != idx;
-                    release(v, page, g, a, false);
+                    if (a != v.host_page(page)) note_write(v, page, first * 8, 256);
+                    release(v, page, g, a, true);
+                    row_written[page] = true;
+                    continue;
                 }
-            });
-        for (auto& t : ts) t.join();
+                std::uint64_t idx = (rng() % pages) * kWords + rng() % kWords;
+                if (written_word(idx)) idx += 32;  // past the row: never written
+                if (idx >= pages * kWords) continue;
+                const std::uint64_t page = idx / kWords, w = idx % kWords;
+                std::byte* a = acquire(v, page, false, g, m, 8, w * 8);
+                bad[t] += word(a, w) != idx;
+                release(v, page, g, a, false);
+            }
+        });
         for (unsigned t = 0; t < threads; ++t) CHECK(bad[t] == 0);
         CHECK(s.pager.stats()[c_fills] > 0);
         auto want = [&](std::uint64_t i) { return written_word(i) && row_written[i / kWords] ? ~i : i; };
@@ -2018,24 +1997,21 @@ void check_readers_and_writers(HostPager& p, const std::vector<std::uint64_t>& d
     const int threads = 6, ops = 3000;
     std::vector<std::vector<std::uint64_t>> expect(threads, std::vector<std::uint64_t>(v.pages, 0));
     std::vector<int> bad(threads, 0);
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t)
-        ts.emplace_back([&, t] {
-            std::mt19937_64 rng(t * 104729 + 5);
-            ThreadGroup g{static_cast<unsigned>(t)};
-            CpuMover m;
-            for (int i = 0; i < ops; ++i) {
-                const std::uint64_t page = reads(g, m, rng, i, bad[t]);
-                if (i % 2 == 1) {
-                    std::byte* w = acquire(v, page, true, g, m);
-                    const std::uint64_t x = word(w, 200 + t) + 1;
-                    std::memcpy(w + (200 + t) * 8, &x, 8);
-                    ++expect[t][page];
-                    release(v, page, g, w, true);
-                }
+    on_threads(threads, [&](int t) {
+        std::mt19937_64 rng(t * 104729 + 5);
+        ThreadGroup g{static_cast<unsigned>(t)};
+        CpuMover m;
+        for (int i = 0; i < ops; ++i) {
+            const std::uint64_t page = reads(g, m, rng, i, bad[t]);
+            if (i % 2 == 1) {
+                std::byte* w = acquire(v, page, true, g, m);
+                const std::uint64_t x = word(w, 200 + t) + 1;
+                std::memcpy(w + (200 + t) * 8, &x, 8);
+                ++expect[t][page];
+                release(v, page, g, w, true);
             }
-        });
-    for (auto& t : ts) t.join();
+        }
+    });
     p.flush();
     for (int t = 0; t < threads; ++t) {
         CHECK(bad[t] == 0);
@@ -2225,33 +2201,30 @@ TEST_CASE(
         constexpr unsigned threads = 8;
         std::vector<std::uint64_t> bad(threads, 0);
         std::vector<std::vector<std::uint32_t>> writes(threads, std::vector<std::uint32_t>(to.pages));
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                std::mt19937_64 rng(t + 7 * frames);
-                ThreadGroup g = ThreadGroup::current();
-                CpuMover m;
-                for (int i = 0; i < 4000; ++i) {
-                    const std::uint64_t q = rng() % to.pages;
-                    const bool write = i % 4 == 0;
-                    std::byte* b = acquire(to, q, write, g, m);
-                    if (write) {
+        on_threads(threads, [&](unsigned t) {
+            std::mt19937_64 rng(t + 7 * frames);
+            ThreadGroup g = ThreadGroup::current();
+            CpuMover m;
+            for (int i = 0; i < 4000; ++i) {
+                const std::uint64_t q = rng() % to.pages;
+                const bool write = i % 4 == 0;
+                std::byte* b = acquire(to, q, write, g, m);
+                if (write) {
+                    std::uint64_t x;
+                    std::memcpy(&x, b + t * 8, 8);
+                    ++x;
+                    std::memcpy(b + t * 8, &x, 8);
+                    ++writes[t][q];
+                } else {
+                    for (std::uint32_t w = 8; w < sub_words; ++w) {
                         std::uint64_t x;
-                        std::memcpy(&x, b + t * 8, 8);
-                        ++x;
-                        std::memcpy(b + t * 8, &x, 8);
-                        ++writes[t][q];
-                    } else {
-                        for (std::uint32_t w = 8; w < sub_words; ++w) {
-                            std::uint64_t x;
-                            std::memcpy(&x, b + w * 8, 8);
-                            bad[t] += x != q * sub_words + w;
-                        }
+                        std::memcpy(&x, b + w * 8, 8);
+                        bad[t] += x != q * sub_words + w;
                     }
-                    release(to, q, g, b, write);
                 }
-            });
-        for (auto& t : ts) t.join();
+                release(to, q, g, b, write);
+            }
+        });
         ThreadGroup g{0};
         CpuMover m;
         flush_all(to, g, m);
