@@ -295,8 +295,8 @@ __global__ void auto_gather_kernel(Array<std::uint64_t> a, std::uint64_t blocks,
     }
 }
 
-// The row that lone_reads_and_rows_kernel writes (or reads) in even page p: its first element, of 32, word 64 r + 8 of
-// the page, r = p / 2 % 8 (256 bytes across three 128-byte blocks).
+// The row that lone_and_row_writes_kernel writes in even page p: its first element, of 32, word 64 r + 8 of the page,
+// r = p / 2 % 8 (256 bytes across three 128-byte blocks).
 __host__ __device__ inline std::uint64_t row_first(std::uint64_t page) {
     return page * kWords + 64 * (page / 2 % 8) + 8;
 }
@@ -311,11 +311,9 @@ __host__ __device__ inline bool written_word(std::uint64_t i) {
 __host__ __device__ inline std::uint64_t after_row_writes(std::uint64_t i) { return written_word(i) ? ~i : i; }
 
 // Each thread reads 16 random words through get() (none that a warp writes: those are raced), then its warp writes ~i
-// into every word of the row of an even page (written_word), or reads them (`write` false: each word i). Odd pages are
-// read in every block, so in the frames that pages share the slots a row needs are often another page's, while its
-// page has some of the row's blocks in, in its first frame or its second.
-__global__ void lone_reads_and_rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, bool write,
-                                           unsigned long long* bad) {
+// into every word of the row of an even page (written_word). Odd pages are read in every block, so in the frames that
+// pages share the slots a row needs are often another page's, while its page has some of the row's blocks in.
+__global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned long long* bad) {
     const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x, warp = t >> 5;
     std::uint32_t s = static_cast<std::uint32_t>(t) * 2654435761u + 3;
     for (int k = 0; k < 16; ++k) {
@@ -324,19 +322,48 @@ __global__ void lone_reads_and_rows_kernel(Array<std::uint64_t> a, std::uint64_t
         if (a.get(i) != i) atomicAdd(bad, 1ull);
     }
     const std::uint64_t page = 2 * (warp * 40503u % (pages / 2)), first = row_first(page);
-    PageRef<std::uint64_t> r = a.warp_acquire(page, write, first, 32);
-    std::uint64_t& x = r.data[first % a.per_page() + (threadIdx.x & 31)];
-    if (write)
-        x = ~(first + (threadIdx.x & 31));
-    else if (load_cg(&x) != first + (threadIdx.x & 31))
-        atomicAdd(bad, 1ull);
+    PageRef<std::uint64_t> r = a.warp_acquire(page, true, first, 32);
+    r.data[first % a.per_page() + (threadIdx.x & 31)] = ~(first + (threadIdx.x & 31));
     a.warp_release(r);
 }
 
-// Thread t reads element t through get(), which holds after_row_writes(t) (t where nothing was written).
-__global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, bool written, unsigned long long* bad) {
+// Rows across a page's two frames. Threads read single words (get()) of three blocks of every page: an even page's are
+// those of its row (row_first: blocks 4 r .. 4 r + 2), an odd page's three others; few blocks a page, so the tally
+// proposes 128-byte pages and lone reads share frames, and where a block's slot in its page's frame is another page's
+// it goes into the page's second frame. Once every block of the grid is past that (a grid barrier: the grid is
+// resident), each warp reads rows of even pages (warp_acquire) and checks every word.
+__global__ void lone_reads_then_rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned* arrived,
+                                            unsigned long long* bad) {
+    const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x,
+                        t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+    for (std::uint64_t j = t; j < pages * 3 * 2; j += threads) {  // each block read twice
+        const std::uint64_t page = j / 3 % pages, k = j % 3;
+        const std::uint64_t block = page % 2 == 0 ? row_first(page) % kWords / 16 + k : (page * 7 + k * 11) % 32;
+        const std::uint64_t i = page * kWords + block * 16 + j % 16;
+        if (a.get(i) != i) atomicAdd(bad, 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(arrived, 1u);
+        while (atomicAdd(arrived, 0u) < gridDim.x) __nanosleep(1000);
+    }
+    __syncthreads();
+    const std::uint64_t warps = threads / 32, lane = threadIdx.x & 31;
+    for (std::uint64_t page = 2 * (t / 32); page < pages; page += 2 * warps) {
+        const std::uint64_t first = row_first(page);
+        PageRef<std::uint64_t> r = a.warp_acquire(page, false, first, 32);
+        const unsigned wrong = load_cg(&r.data[(first + lane) % a.per_page()]) != first + lane;
+        a.warp_release(r);
+        const unsigned rows_wrong = __popc(__ballot_sync(0xffffffffu, wrong));
+        if (lane == 0 && rows_wrong != 0) atomicAdd(bad, static_cast<unsigned long long>(rows_wrong));
+    }
+}
+
+// Thread t reads element t through get(), which holds after_row_writes(t).
+__global__ void check_written_kernel(Array<std::uint64_t> a, std::uint64_t n, unsigned long long* bad) {
     const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-    if (i < n && a.get(i) != (written ? after_row_writes(i) : i)) atomicAdd(bad, 1ull);
+    if (i < n && a.get(i) != after_row_writes(i)) atomicAdd(bad, 1ull);
 }
 
 // What rows_kernel and auto_rows_kernel (seed) write: each warp's every other op adds 1 to every word
@@ -716,29 +743,59 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     return bad;
 }
 
-RowsIntoShared run_rows_into_shared(std::uint64_t pages, std::uint64_t frames, bool write) {
+WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     Config c;  // page size left out
     c.bytes = pages * kWords * 8;
     c.frames = frames;
     GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
-    RowsIntoShared r;
+    WritesIntoShared r;
     Counter first, after;
-    const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written (or read)
-    lone_reads_and_rows_kernel<<<static_cast<unsigned>(threads / 256), 256>>>(
-        Array<std::uint64_t>(pager.view(), pager.ring()), pages, write, first.p);
-    ck(cudaDeviceSynchronize(), "lone reads and rows");
+    const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written
+    lone_and_row_writes_kernel<<<static_cast<unsigned>(threads / 256), 256>>>(
+        Array<std::uint64_t>(pager.view(), pager.ring()), pages, first.p);
+    ck(cudaDeviceSynchronize(), "lone reads and row writes");
     r.first_kernel = pager.stats();
     r.bad_first = first.get();
     const std::uint64_t n = pages * kWords;
     check_written_kernel<<<static_cast<unsigned>(n / 256), 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), n,
-                                                                  write, after.p);
+                                                                  after.p);
     ck(cudaDeviceSynchronize(), "read back");
     r.page_size = pager.page_size();
     r.bad_read = after.get();
     pager.flush();
-    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != (write ? after_row_writes(i) : i);
+    for (std::uint64_t i = 0; i < n; ++i) r.bad_host += data.p[i] != after_row_writes(i);
+    return r;
+}
+
+RowsAcrossFrames run_rows_across_frames(std::uint64_t pages, std::uint64_t frames) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;  // page size left out
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    RowsAcrossFrames r;
+    Counter bad;
+    unsigned* arrived = nullptr;
+    ck(cudaMalloc(&arrived, 4), "cudaMalloc");
+    ck(cudaMemset(arrived, 0, 4), "cudaMemset");
+    int per_sm = 0, sms = 0;
+    ck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone_reads_then_rows_kernel, 256, 0), "occupancy");
+    ck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
+    const PagerView v = pager.view();
+    lone_reads_then_rows_kernel<<<static_cast<unsigned>(per_sm * sms), 256>>>(Array<std::uint64_t>(v, pager.ring()),
+                                                                              pages, arrived, bad.p);
+    ck(cudaDeviceSynchronize(), "lone reads then rows");
+    cudaFree(arrived);
+    r.bad = bad.get();
+    r.stats = pager.stats();
+    if (v.second_frames != nullptr) {
+        std::vector<std::uint64_t> second(pages);
+        ck(cudaMemcpy(second.data(), v.second_frames, pages * 8, cudaMemcpyDeviceToHost), "read second frames");
+        for (std::uint64_t w : second) r.second_frames += w != 0 && w < placing_second;
+    }
     return r;
 }
 

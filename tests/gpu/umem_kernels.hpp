@@ -59,13 +59,22 @@ FlushResult run_flush_unwaited(std::uint64_t pages);
 
 // Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 // The automatic page size's first kernel at a pool smaller than the array: lone threads read random words (get())
-// while warps write (or read) 256-byte rows of even pages (warp_acquire), then a second kernel reads every word, then
-// flush(). The words read wrong in each, and in host memory after the flush.
-struct RowsIntoShared {
+// while warps write 256-byte rows of even pages (warp_acquire), then a second kernel reads every word, then flush().
+// The words read wrong in each, and in host memory after the flush.
+struct WritesIntoShared {
     std::uint64_t bad_first = 0, bad_read = 0, bad_host = 0, page_size = 0;
     Stats first_kernel;
 };
-RowsIntoShared run_rows_into_shared(std::uint64_t pages, std::uint64_t frames, bool write);
+WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames);
+
+// The automatic page size's first kernel at a pool smaller than the array: lone threads read three blocks of every
+// page (an even page's row among them), then warps read the rows. Words read wrong (lone and rows), pages that got a
+// second frame.
+struct RowsAcrossFrames {
+    std::uint64_t bad = 0, second_frames = 0;
+    Stats stats;
+};
+RowsAcrossFrames run_rows_across_frames(std::uint64_t pages, std::uint64_t frames);
 
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
 
