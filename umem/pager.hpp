@@ -471,17 +471,25 @@ UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
     atom::store(&v.pte[page], e.word & Pte::touched);  // host, nothing held between kernels
 }
 
+// The hits a sub-page that a change to smaller pages keeps starts with; `shared`: its block was in a frame that pages
+// shared. A sub-page of a page's own frame counts as paid: no fill at this size, and its eviction must not look like
+// thrashing (counted unpaid, elements over 4 GiB at a 25% pool took 733-746 against 558-564 ms, before frames were
+// shared). A block of a shared frame was filled alone, as a 128-byte page is, and no hit of it was counted (its page's
+// were): it starts at none, as after a fill, so that evicting blocks the first kernel read once counts as thrashing
+// and adaptive admission reads in place instead of trading them for others (H200, auto / p128 in total: Zipf u64 over
+// 4 GiB at 25% 1.19 -> 1.15, runs of 8 u64 at 6.25% 1.15 -> 0.89; bench/results/umem-h200-2026-11-28f.md).
+UMEM_HD inline std::uint64_t relaid_hits(bool shared) { return shared ? 0 : Pte::hits_mask; }
+
 // Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
 // 1 << from.page_shift bytes is frames f << d .. (f << d) + 2^d - 1 of pages of 1 << to.page_shift
 // (d the difference; the same bytes), so sub-page j of a resident page stays resident in frame
-// (f << d) + j, dirty when the page was. Its hits count as paid (no fill at this size: its eviction
-// must not look like thrashing), and it is not referenced (CLOCK takes first the sub-pages nobody reads
-// again). Of a partial page only the sub-pages with blocks in the frame stay (their other blocks copied
-// in here: a write may have made the frame's the only good copy); the others are host, their frames
-// free. Where nothing is ever evicted f is the page's number, so q's frame is q (claim_frame). `to` starts
-// clear (every page host, no bits, owners no_page): only the sub-pages of resident pages are written (their
-// PTE, bit and frame's owner), so a table cleared ahead is not swept whole, which would push the frames the
-// last kernel read out of L2 (GpuPager::make_table_ahead).
+// (f << d) + j, dirty when the page was. Its hits are relaid_hits', and it is not referenced (CLOCK takes first the
+// sub-pages nobody reads again). Of a partial page only the sub-pages with blocks in the frame stay (their other blocks
+// copied in here: a write may have made the frame's the only good copy); the others are host, their frames free. Where
+// nothing is ever evicted f is the page's number, so q's frame is q (claim_frame). `to` starts clear (every page host,
+// no bits, owners no_page): only the sub-pages of resident pages are written (their PTE, bit and frame's owner), so a
+// table cleared ahead is not swept whole, which would push the frames the last kernel read out of L2
+// (GpuPager::make_table_ahead).
 UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::uint64_t q) {
     const std::uint32_t d = from.page_shift - to.page_shift;
     if (q < (std::uint64_t{from.frames_n} << d) && shared_frame_at(from, static_cast<std::uint32_t>(q >> d))) {
@@ -511,7 +519,7 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
     for_block_runs(missing, from.block_shift(), from.page_bytes(q >> d), [&](std::uint32_t off, std::uint32_t n) {
         copy_words(from.frame_data(frame) + off, from.host_page(q >> d) + off, n);
     });
-    std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
+    std::uint64_t w = static_cast<std::uint64_t>(PageState::resident) | relaid_hits(shared_frame_at(from, frame)) |
                       (static_cast<std::uint64_t>(f) << Pte::frame_shift);
     if (e.is(Pte::dirty) && written(from, q >> d, j, d)) w |= Pte::dirty;
     atom::store(&to.frame_owner[f], static_cast<std::uint32_t>(q));  // freeing shared frames' sub-frames CASes it
@@ -584,11 +592,11 @@ UMEM_HD inline std::uint32_t displaced_slot(std::uint32_t want, std::uint32_t fr
 }
 
 // Sub-frame s of `to` for 128-byte page q, if nobody took it first: q resident there (its bytes copied before the next
-// kernel), as relay_page's sub-pages are: not referenced, its hits counted as paid (it was read).
+// kernel), as relay_page's sub-pages of shared frames are: not referenced, no hits (relaid_hits).
 UMEM_HD inline bool claim_displaced(const PagerView& to, std::uint32_t s, std::uint64_t q) {
     std::uint32_t owner = atom::peek(&to.frame_owner[s]);
     if (owner != free_frame || !atom::cas(&to.frame_owner[s], owner, static_cast<std::uint32_t>(q))) return false;
-    atom::store(&to.pte[q], static_cast<std::uint64_t>(PageState::resident) | Pte::hits_mask |
+    atom::store(&to.pte[q], static_cast<std::uint64_t>(PageState::resident) | relaid_hits(true) |
                                 (static_cast<std::uint64_t>(s) << Pte::frame_shift));
     return true;
 }

@@ -1208,6 +1208,7 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
         CHECK(owner[f * sub + j] == (kept ? 1 * sub + j : free_frame));
         CHECK(n.is(Pte::dirty) == (j == 4));
         CHECK_FALSE(n.is(Pte::partial));
+        if (kept) CHECK(n.hits() == Pte::max_hits);  // of a page's own frame: paid, no fill at this size (relaid_hits)
     }
     // Sub-pages 2 and 4 completed from host memory: their second blocks were never read at 4 KiB.
     auto sub_word = [&](std::uint32_t j, std::uint64_t w) {
@@ -1451,6 +1452,7 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
             CHECK(n.state() == PageState::resident);
             CHECK(n.frame() == f);
             CHECK_FALSE(n.is(Pte::dirty));
+            CHECK(n.hits() == 0);  // filled alone, its own hits never counted: as after a fill (relaid_hits)
             CHECK(word(to.frame_data(f), 0) == q * 16);
         }
         std::uint64_t resident = 0;
@@ -1515,6 +1517,7 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
         CHECK(e.state() == PageState::resident);
         CHECK(e.frame() == f);
         CHECK(e.pins() == 0);
+        CHECK(e.hits() == 0);
         CHECK(word(to.frame_data(f), 0) == q * 16);
         CHECK(word(to.frame_data(f), 15) == q * 16 + 15);
     }
