@@ -475,10 +475,12 @@ UMEM_HD inline void settle_shared(const PagerView& v, std::uint64_t page) {
 // shared. A sub-page of a page's own frame counts as paid: no fill at this size, and its eviction must not look like
 // thrashing (counted unpaid, elements over 4 GiB at a 25% pool took 733-746 against 558-564 ms, before frames were
 // shared). A block of a shared frame was filled alone, as a 128-byte page is, and no hit of it was counted (its page's
-// were): it starts at none, as after a fill, so that evicting blocks the first kernel read once counts as thrashing
-// and adaptive admission reads in place instead of trading them for others (H200, auto / p128 in total: Zipf u64 over
-// 4 GiB at 25% 1.19 -> 1.15, runs of 8 u64 at 6.25% 1.15 -> 0.89; bench/results/umem-h200-2026-11-28f.md).
-UMEM_HD inline std::uint64_t relaid_hits(bool shared) { return shared ? 0 : Pte::hits_mask; }
+// were): it starts at one hit, the read that filled it, so that evicting a block nobody read again since counts as
+// thrashing, and adaptive admission reads in place instead of trading the blocks the first kernel read once for
+// others (H200, auto / p128 in total: Zipf u64 over 4 GiB at 25% 1.19-1.20 -> 1.14-1.15, runs of 8 u64 at 6.25%
+// 1.15 -> 0.88-0.89). At no hits, runs of 4 u64 over 1 GiB at a 64 MiB pool, which gain from that trading, took
+// 1.01-1.27 (0.78-1.04 before, 0.96-1.07 at one hit; bench/results/umem-h200-2026-11-28f.md).
+UMEM_HD inline std::uint64_t relaid_hits(bool shared) { return shared ? Pte{}.next_hit() : Pte::hits_mask; }
 
 // Smaller pages without moving a byte (between kernels, no access in flight): frame f of pages of
 // 1 << from.page_shift bytes is frames f << d .. (f << d) + 2^d - 1 of pages of 1 << to.page_shift
@@ -592,7 +594,7 @@ UMEM_HD inline std::uint32_t displaced_slot(std::uint32_t want, std::uint32_t fr
 }
 
 // Sub-frame s of `to` for 128-byte page q, if nobody took it first: q resident there (its bytes copied before the next
-// kernel), as relay_page's sub-pages of shared frames are: not referenced, no hits (relaid_hits).
+// kernel), as relay_page's sub-pages of shared frames are: not referenced, one hit (relaid_hits).
 UMEM_HD inline bool claim_displaced(const PagerView& to, std::uint32_t s, std::uint64_t q) {
     std::uint32_t owner = atom::peek(&to.frame_owner[s]);
     if (owner != free_frame || !atom::cas(&to.frame_owner[s], owner, static_cast<std::uint32_t>(q))) return false;
