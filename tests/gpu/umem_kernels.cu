@@ -743,13 +743,18 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     return bad;
 }
 
+// The automatic page size (page size left out) for `pages` pages at a pool of `frames`.
+Config automatic(std::uint64_t pages, std::uint64_t frames) {
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    return c;
+}
+
 WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
-    Config c;  // page size left out
-    c.bytes = pages * kWords * 8;
-    c.frames = frames;
-    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    GpuPager pager(automatic(pages, frames), reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     WritesIntoShared r;
     Counter first, after;
     const std::uint64_t threads = 32 * pages;  // two warps an even page: every row written
@@ -772,10 +777,7 @@ WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frame
 RowsAcrossFrames run_rows_across_frames(std::uint64_t pages, std::uint64_t frames) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
-    Config c;  // page size left out
-    c.bytes = pages * kWords * 8;
-    c.frames = frames;
-    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    GpuPager pager(automatic(pages, frames), reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     RowsAcrossFrames r;
     Counter bad;
     unsigned* arrived = nullptr;
