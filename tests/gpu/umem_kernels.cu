@@ -332,7 +332,7 @@ __global__ void lone_and_row_writes_kernel(Array<std::uint64_t> a, std::uint64_t
 // proposes 128-byte pages and lone reads share frames, and where a block's slot in its page's frame is another page's
 // it goes into the page's second frame. Once every block of the grid is past that (a grid barrier: the grid is
 // resident), each warp reads rows of even pages (warp_acquire) and checks every word.
-__global__ void lone_reads_then_rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned* arrived,
+__global__ void lone_reads_then_rows_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned long long* arrived,
                                             unsigned long long* bad) {
     const std::uint64_t threads = static_cast<std::uint64_t>(gridDim.x) * blockDim.x,
                         t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
@@ -345,8 +345,8 @@ __global__ void lone_reads_then_rows_kernel(Array<std::uint64_t> a, std::uint64_
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        atomicAdd(arrived, 1u);
-        while (atomicAdd(arrived, 0u) < gridDim.x) __nanosleep(1000);
+        atomicAdd(arrived, 1ull);
+        while (atomicAdd(arrived, 0ull) < gridDim.x) __nanosleep(1000);
     }
     __syncthreads();
     const std::uint64_t warps = threads / 32, lane = threadIdx.x & 31;
@@ -779,18 +779,14 @@ RowsAcrossFrames run_rows_across_frames(std::uint64_t pages, std::uint64_t frame
     fill(data.p, pages);
     GpuPager pager(automatic(pages, frames), reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     RowsAcrossFrames r;
-    Counter bad;
-    unsigned* arrived = nullptr;
-    ck(cudaMalloc(&arrived, 4), "cudaMalloc");
-    ck(cudaMemset(arrived, 0, 4), "cudaMemset");
+    Counter bad, arrived;  // arrived: the grid barrier's blocks
     int per_sm = 0, sms = 0;
     ck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lone_reads_then_rows_kernel, 256, 0), "occupancy");
     ck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
     const PagerView v = pager.view();
     lone_reads_then_rows_kernel<<<static_cast<unsigned>(per_sm * sms), 256>>>(Array<std::uint64_t>(v, pager.ring()),
-                                                                              pages, arrived, bad.p);
+                                                                              pages, arrived.p, bad.p);
     ck(cudaDeviceSynchronize(), "lone reads then rows");
-    cudaFree(arrived);
     r.bad = bad.get();
     r.stats = pager.stats();
     if (v.second_frames != nullptr) {
