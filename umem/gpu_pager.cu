@@ -86,7 +86,24 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     if (to.profile != nullptr)  // the profile starts again at the new size (GpuPager::view)
         for (std::uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < profile_words; i += threads)
             to.profile[i] = 0;
-    for (std::uint64_t q = blockIdx.x * blockDim.x + threadIdx.x; q < to.pages; q += threads) relay_page(from, to, q);
+    // relay_page for every sub-page, but only those of pages with work: resident, or a frame pages shared (relay_page
+    // does nothing for the others). A warp reads 32 pages' words at once, then its lanes take the sub-pages of those
+    // with work, 32 at a time. A thread a sub-page read each page's word 2^d times: 4M threads for 1 GiB of 256-byte
+    // pages, where a change to 256 B after a batch of lookups left 31K pages resident.
+    const WarpGroup g = WarpGroup::self();
+    const std::uint32_t d = from.page_shift - to.page_shift;
+    for (std::uint64_t base = (blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < from.pages; base += threads) {
+        const std::uint64_t p = base + g.lane;
+        const bool work =
+            p < from.pages && (Pte{atom::peek(&from.pte[p])}.state() == PageState::resident ||
+                               (p < from.frames_n && shared_frame_at(from, static_cast<std::uint32_t>(p))));
+        const unsigned pages = __ballot_sync(0xffffffffu, work), n = static_cast<unsigned>(__popc(pages)) << d;
+        for (unsigned i = g.lane; i < n; i += 32) {
+            const std::uint64_t q =
+                ((base + __fns(pages, 0, static_cast<int>(i >> d) + 1)) << d) | (i & ((1u << d) - 1));
+            if (q < to.pages) relay_page(from, to, q);
+        }
+    }
 }
 
 // fill_displaced over every page of `from`, a warp a page: lane k places block k (displaced_slot), then the warp
@@ -156,6 +173,7 @@ __global__ void look_kernel(PagerView v, std::uint64_t* out) {
         for (unsigned w = 0; w < counter_shards / 32; ++w) total += part[w];
         out[2] = total;
         out[3] = any_displaced(v);
+        out[4] = any_shared(v);
     }
 }
 
@@ -222,7 +240,7 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
         view_.profile_bits = profile_bits_for(cfg.bytes);
         cuda_check(cudaMemset(view_.profile, 0, profile_words * 8), "umem: cudaMemset", "page-size profile");
         void* choice = nullptr;
-        cuda_check(cudaHostAlloc(&choice, 40, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size proposal");
+        cuda_check(cudaHostAlloc(&choice, 48, cudaHostAllocMapped), "umem: cudaHostAlloc", "page-size proposal");
         choice_ = static_cast<std::uint32_t*>(choice);
         *choice_ = 0;
         looked_ = static_cast<std::uint64_t*>(choice) + 1;
@@ -313,7 +331,7 @@ void GpuPager::layout(std::uint32_t shift, cudaStream_t stream) {
     if (!cleared) cuda_check(clear_table(view_, stream), "umem: clearing the table", "page table");
     if (relay) {  // the kernel also sets the control words (relay_ctl), clears the profile and publishes the view:
                   // no copy, no wait
-        relay_kernel<<<per_page_grid(view_.pages), 256, 0, stream>>>(old, view_);
+        relay_kernel<<<per_page_grid(old.pages), 256, 0, stream>>>(old, view_);
         // Only to 128 B (any other choice settled them, view), and only where the look saw a block displaced: no
         // launch where none was (warps' rows, a pool with room). Measured, that made no difference to 64-byte rows
         // over 1 GiB at a 25% pool (1.09-1.11x p128 either way; H200, bench/results/umem-h200-2026-11-28c.md).
@@ -342,10 +360,12 @@ void GpuPager::decide(cudaStream_t stream) {
 
 // Frames that pages share (PagerView::shared_slots) given each to one page, where the first choice is not 128-byte
 // pages (settle_shared); the views after it have no shared_slots. In stream order.
-void GpuPager::settle(cudaStream_t stream) {
+void GpuPager::settle(cudaStream_t stream, bool any) {
     if (view_.shared_slots == nullptr) return;
-    settle_kernel<<<std::min(per_page_grid(view_.pages), 1024u), 256, 0, stream>>>(view_);
-    cuda_check(cudaGetLastError(), "umem: settle shared frames", "pager");
+    if (any) {
+        settle_kernel<<<std::min(per_page_grid(view_.pages), 1024u), 256, 0, stream>>>(view_);
+        cuda_check(cudaGetLastError(), "umem: settle shared frames", "pager");
+    }
     view_.shared_slots = nullptr;
     view_.second_frames = nullptr;  // their blocks dropped with the frames (a change after it must not re-lay them)
 }
@@ -396,8 +416,9 @@ const PagerView& GpuPager::view(cudaStream_t stream) {
         wanted_ = shift;
         return view_;
     }
-    view_.profile_decided = 1;                    // published with the new table (layout)
-    if (shift != auto_min_shift) settle(stream);  // to 128 B each shared slot becomes a frame (relay_page)
+    view_.profile_decided = 1;  // published with the new table (layout)
+    // To 128 B each shared slot becomes a frame (relay_page). No launch where the look saw no frame opened for sharing.
+    if (shift != auto_min_shift) settle(stream, looked_[4] != 0);
     wanted_ = 0;
     look_every_ = 1;
     const std::uint64_t was = view_.page_size();

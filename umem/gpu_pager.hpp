@@ -67,7 +67,8 @@ private:
     void stop_table_maker() noexcept;                      // and joined: its table, if any, is there to take
     void publish(CUstream_st* stream);                     // view_ into PagerView::shared, for the kernels after it
     void decide(CUstream_st* stream);                      // profile_decided set, shared frames settled
-    void settle(CUstream_st* stream);                      // no frame shared any more (settle_shared)
+    // No frame shared any more (settle_shared); `any`: whether one may have been opened for sharing (a look's word).
+    void settle(CUstream_st* stream, bool any = true);
     void release_all() noexcept;
     void serve();  // copy-engine worker loop
 
@@ -79,7 +80,7 @@ private:
     std::uint32_t wanted_ = 0;         // the shift the last look chose, when it did not change it yet
     std::uint32_t* choice_ = nullptr;  // pinned, mapped: view_.profile_choice
     // Pinned, after *choice_, written by a look: the tally's two words, the bytes filled, whether a block was
-    // displaced.
+    // displaced, whether a frame was opened for sharing.
     std::uint64_t* looked_ = nullptr;
     std::uint64_t* looked_dev_ = nullptr;  // the same, mapped for the GPU
     std::uint32_t look_every_ = 1;         // proposals of another page size between looks at the tally
