@@ -86,18 +86,15 @@ __global__ void relay_kernel(PagerView from, PagerView to) {
     if (to.profile != nullptr)  // the profile starts again at the new size (GpuPager::view)
         for (std::uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < profile_words; i += threads)
             to.profile[i] = 0;
-    // relay_page for every sub-page, but only those of pages with work: resident, or a frame pages shared (relay_page
-    // does nothing for the others). A warp reads 32 pages' words at once, then its lanes take the sub-pages of those
-    // with work, 32 at a time. A thread a sub-page read each page's word 2^d times: 4M threads for 1 GiB of 256-byte
-    // pages, where a change to 256 B after a batch of lookups left 31K pages resident.
+    // relay_page for the sub-pages of pages with work (relay_has_work). A warp reads 32 pages' words at once, then its
+    // lanes take the sub-pages of those with work, 32 at a time. A thread a sub-page read each page's word 2^d times:
+    // 4M threads for 1 GiB of 256-byte pages, where a change to 256 B after a batch of lookups left 31K pages resident.
     const WarpGroup g = WarpGroup::self();
     const std::uint32_t d = from.page_shift - to.page_shift;
     for (std::uint64_t base = (blockIdx.x * blockDim.x + threadIdx.x) & ~31ull; base < from.pages; base += threads) {
         const std::uint64_t p = base + g.lane;
-        const bool work =
-            p < from.pages && (Pte{atom::peek(&from.pte[p])}.state() == PageState::resident ||
-                               (p < from.frames_n && shared_frame_at(from, static_cast<std::uint32_t>(p))));
-        const unsigned pages = __ballot_sync(0xffffffffu, work), n = static_cast<unsigned>(__popc(pages)) << d;
+        const unsigned pages = __ballot_sync(0xffffffffu, p < from.pages && relay_has_work(from, p)),
+                       n = static_cast<unsigned>(__popc(pages)) << d;
         for (unsigned i = g.lane; i < n; i += 32) {
             const std::uint64_t q =
                 ((base + __fns(pages, 0, static_cast<int>(i >> d) + 1)) << d) | (i & ((1u << d) - 1));

@@ -529,6 +529,14 @@ UMEM_HD inline void relay_page(const PagerView& from, const PagerView& to, std::
     mark_whole(to, q);  // every sub-page that stays is whole
 }
 
+// Whether relay_page has anything to do for the sub-pages of page p of `from`: p resident, or p a frame that pages
+// shared (its sub-frames freed where no page keeps them). For the others it writes nothing, so the relay kernel skips
+// them.
+UMEM_HD inline bool relay_has_work(const PagerView& from, std::uint64_t p) {
+    return Pte{atom::peek(&from.pte[p])}.state() == PageState::resident ||
+           (p < from.frames_n && shared_frame_at(from, static_cast<std::uint32_t>(p)));
+}
+
 // Whether a pool of `to_frames` frames of 1 << to_shift bytes has a frame for every byte of `from`'s
 // frames (a pool capped at Pte::max_frames may not): else the change flushes and starts over.
 inline bool relay_fits(const PagerView& from, std::uint32_t to_shift, std::uint64_t to_frames) {

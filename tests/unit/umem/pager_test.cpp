@@ -858,6 +858,22 @@ struct Relaid {
     Relaid(const Relaid&) = delete;  // the view points into it
 };
 
+// relay_page over every sub-page as the relay kernel calls it: only those of pages with work (relay_has_work), in
+// `backwards` order or not. Checks first that relaying the others writes nothing.
+void relay_as_the_kernel(const PagerView& from, Relaid& r, bool backwards = false) {
+    const std::uint32_t d = from.page_shift - r.view.page_shift;
+    const auto cleared_pte = r.pte;
+    const auto cleared_owner = r.owner;
+    for (std::uint64_t q = 0; q < r.view.pages; ++q)
+        if (!relay_has_work(from, q >> d)) relay_page(from, r.view, q);
+    CHECK(r.pte == cleared_pte);
+    CHECK(r.owner == cleared_owner);
+    for (std::uint64_t i = 0; i < r.view.pages; ++i) {
+        const std::uint64_t q = backwards ? r.view.pages - 1 - i : i;
+        if (relay_has_work(from, q >> d)) relay_page(from, r.view, q);
+    }
+}
+
 // A host pager over `pages` numbered pages whose tables are seen as an automatic GPU pager's at its 4 KiB start,
 // before the first choice (the profile, partial pages' blocks and dirty marks laid on its view).
 struct AutomaticStart {
@@ -1198,7 +1214,7 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
     PagerView& to = r.view;
     auto &pte = r.pte, &ctl = r.ctl;
     auto& owner = r.owner;
-    for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+    relay_as_the_kernel(from, r);
     const std::uint32_t f = Pte{from.pte[1]}.frame();
     for (std::uint32_t j = 0; j < sub; ++j) {
         INFO("sub-page " << j);
@@ -1437,7 +1453,7 @@ TEST_CASE("the change to 128-byte pages makes each slot of a shared frame a fram
         INFO((backwards ? "pages last to first" : "pages first to last"));
         Relaid r(from, 7);
         const PagerView& to = r.view;
-        for (std::uint64_t i = 0; i < to.pages; ++i) relay_page(from, to, backwards ? to.pages - 1 - i : i);
+        relay_as_the_kernel(from, r, backwards);
         // Sub-frame 32 f + k: the block in slot k of frame f (sub-page 32 p + k of page p).
         const std::map<std::uint32_t, std::uint64_t> kept = {{0, 0},       {1, 1},       {33, 32 + 1}, {65, 64 + 1},
                                                              {66, 64 + 2}, {99, 96 + 3}, {97, 320 + 1}};
@@ -1504,7 +1520,7 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     CHECK(s.displaced[11] == 0);
     Relaid r(from, 7);
     const PagerView& to = r.view;
-    for (std::uint64_t q = 0; q < to.pages; ++q) relay_page(from, to, q);
+    relay_as_the_kernel(from, r);
     const std::uint64_t before = s.pager.stats()[c_bytes_in];
     CHECK(fill_all_displaced(from, to) == 2);
     // Sub-page 32 * 3 + 1 into frame 3's first free slot (sub-frame 96), 32 * 10 + 3 into the next (98); the
@@ -1533,7 +1549,7 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     share_some(s2);
     s2.displaced[10] = ~0u;  // all but block 1, in slot 1, want a slot: 31, where 30 are free
     Relaid r2(s2.view, 7);
-    for (std::uint64_t q = 0; q < r2.view.pages; ++q) relay_page(s2.view, r2.view, q);
+    relay_as_the_kernel(s2.view, r2);
     CHECK(fill_all_displaced(s2.view, r2.view) == 30);
     std::set<std::uint64_t> owners;
     for (std::uint32_t f = 96; f < 128; ++f) {
@@ -1625,7 +1641,7 @@ TEST_CASE("a write to a page in a shared frame takes the page out of it: no bloc
     // At the change to 128 B the slot page 3 left in frame 3 is a free frame, as are all of frame 0 but the blocks
     // read back into it.
     Relaid r(v, 7);
-    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    relay_as_the_kernel(v, r);
     CHECK(r.owner[96 + 3] == free_frame);
     CHECK(r.owner[96 + 1] == 10 * 32 + 1);
     for (std::uint32_t f = 0; f < r.view.frames_n; ++f) {
@@ -1696,7 +1712,7 @@ TEST_CASE("a lone read whose slot is another page's takes a second frame for its
     CHECK(s.displaced[3] == 1u << 1);
     // The change to 128 B: page 10's blocks 3 and 5 stay where they are, in its second frame's slots.
     Relaid r(v, 7);
-    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    relay_as_the_kernel(v, r);
     for (std::uint32_t k : {3u, 5u}) {
         INFO("block " << k);
         const std::uint64_t q = 10 * 32 + k;
@@ -1814,7 +1830,7 @@ TEST_CASE(
     // The change to 128 B: every resident sub-page has a frame nobody else has, free frames hold none, and the data
     // is what it was (written words as written, once flushed).
     Relaid r(v, 7);
-    for (std::uint64_t q = 0; q < r.view.pages; ++q) relay_page(v, r.view, q);
+    relay_as_the_kernel(v, r);
     std::map<std::uint32_t, std::uint64_t> frame_of;
     for (std::uint64_t q = 0; q < r.view.pages; ++q) {
         const Pte e{r.pte[q]};
