@@ -385,8 +385,10 @@ private:
                 const Step fs{static_cast<Step::Kind>(__shfl_sync(mask, s.kind, f)), __shfl_sync(mask, s.frame, f),
                               __shfl_sync(mask, s.victim, f), __shfl_sync(mask, s.victim_blocks, f),
                               __shfl_sync(mask, s.blocks, f)};
-                const std::byte* frame = fill_frame(view_, __shfl_sync(mask, page, f), fs, false, true, mine, all, m);
-                if (mine && fs.kind == Step::fill) {
+                const bool served = mine && sector_serves(view_, fs, page, at * sizeof(T), sizeof(T), false);
+                const std::byte* frame =
+                    fill_frame(view_, __shfl_sync(mask, page, f), fs, false, true, mine, all, m, served);
+                if (mine && (fs.kind == Step::fill || served)) {
                     x = load_cg(reinterpret_cast<const T*>(frame) + at);
                     end_access(view_, page, frame, false);
                     done = true;

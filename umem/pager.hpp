@@ -1225,9 +1225,11 @@ UMEM_HD inline void finish_fill(const PagerView& v, std::uint64_t page, std::uin
 }
 
 // Filler of a partial page's blocks (Step::sector), after they are in `frame`: marks them there, makes the page whole
-// when it is (in its second frame: marks them there and gives their claims back), and drops the pin begin_access took.
+// when it is (in its second frame: marks them there and gives their claims back), and drops the pin begin_access took,
+// unless `keep_pin` (a read that has what it needs in `frame` and reads it before its release(): the page marked as
+// its hit would have; where nothing is ever evicted no access holds a pin, so it is dropped there all the same).
 UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::uint32_t frame, std::uint32_t blocks,
-                                  unsigned shard) {
+                                  unsigned shard, bool keep_pin = false) {
     if (frame != Pte{atom::peek(&v.pte[page])}.frame()) {  // its second frame (claim_second): there, and unclaimed
         atom::fetch_or(&v.second_frames[page], std::uint64_t{blocks});
         atom::fetch_and(&v.sectors[page], ~(std::uint64_t{blocks} << 32));
@@ -1238,7 +1240,18 @@ UMEM_HD inline void finish_sector(const PagerView& v, std::uint64_t page, std::u
     }
     v.count(shard, c_fills);
     v.count(shard, c_bytes_in, popcount32(blocks) << v.block_shift());
-    atom::fetch_sub(&v.pte[page], Pte::pin_one, atom::release);
+    if (!keep_pin || v.never_evicts())
+        atom::fetch_sub(&v.pte[page], Pte::pin_one, atom::release);
+    else  // the marks its look again would have set (CLOCK's reference, adaptive admission's hits)
+        mark_hit(v, &v.pte[page], Pte{atom::peek(&v.pte[page])}, false);
+}
+
+// Whether a read of bytes [offset, offset + bytes) of `page` finds all it reads in the blocks a sector step copied
+// (`s.blocks`, in `s.frame`): it keeps its pin and reads there (finish_sector), instead of looking again (a pin, the
+// page's words and an unpin more, for every block a partial page gets after its first).
+UMEM_HD inline bool sector_serves(const PagerView& v, const Step& s, std::uint64_t page, std::uint64_t offset,
+                                  std::uint64_t bytes, bool write) {
+    return s.kind == Step::sector && !write && (read_blocks(v, page, offset, bytes) & ~s.blocks) == 0;
 }
 
 // What an access holds until release(): `data` is what acquire() returned. In host memory a
@@ -1292,11 +1305,11 @@ UMEM_HD inline Step begin_prefetch(const PagerView& v, std::uint64_t page, unsig
 
 // A fill the whole group carries out (every lane knows `s`): the victim's frame written back when
 // dirty and the victim made host, then the page's blocks copied in and published (Step::fill), or a
-// partial page's blocks (Step::sector); `finisher` is the one lane that updates the page table (the
-// filler). Returns the frame's data.
+// partial page's blocks (Step::sector; `keep_pin`: finish_sector's); `finisher` is the one lane that updates the page
+// table (the filler). Returns the frame's data.
 template <class Group, class Mover>
 UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, const Step& s, bool write, bool demand,
-                                     bool finisher, Group& g, Mover& m) {
+                                     bool finisher, Group& g, Mover& m, bool keep_pin = false) {
     std::byte* frame = v.frame_data(s.frame);
     if (s.victim != no_page) {
         if (s.victim_blocks == v.page_blocks(s.victim))
@@ -1320,7 +1333,7 @@ UMEM_HD inline std::byte* fill_frame(const PagerView& v, std::uint64_t page, con
     g.sync();
     if (finisher) {
         if (s.kind == Step::sector)
-            finish_sector(v, page, s.frame, s.blocks, g.shard());
+            finish_sector(v, page, s.frame, s.blocks, g.shard(), keep_pin);
         else
             finish_fill(v, page, s.frame, write, demand, s.blocks, g.shard());
     }
@@ -1359,8 +1372,10 @@ UMEM_HD inline std::byte* acquire(const PagerView& v, std::uint64_t page, bool w
         s.victim = g.broadcast(s.victim);
         s.victim_blocks = g.broadcast(s.victim_blocks);
         s.blocks = g.broadcast(s.blocks);
-        std::byte* frame = fill_frame(v, page, s, write, true, g.leader(), g, m);
-        if (s.kind == Step::sector) continue;  // its blocks are in; look again (they may not be all it needs)
+        const bool served = sector_serves(v, s, page, offset, bytes, write);
+        std::byte* frame = fill_frame(v, page, s, write, true, g.leader(), g, m, served);
+        if (served) return frame;
+        if (s.kind == Step::sector) continue;  // its blocks are in; look again (they are not all it needs)
         // Prefetch the next pages of a sequential stream while this one is already usable.
         std::uint32_t depth = 0;
         if (g.leader() && stream_detected(v, page)) depth = v.prefetch_depth;

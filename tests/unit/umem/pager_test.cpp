@@ -1669,6 +1669,42 @@ TEST_CASE("another first choice frees a shared frame whose lowest slot a write t
     CHECK(c.victim == no_page);
 }
 
+TEST_CASE("a sector fill that brings all a read needs serves it, pinned; one that brings part of it looks again") {
+    SharingStart s(64, 4, true);
+    PagerView& v = s.view;
+    HostPager& p = s.pager;
+    share_some(s);  // frame 3: page 10's block 1 in slot 1, page 3's block 3 in slot 3
+    ThreadGroup g{0};
+    CpuMover m;
+    // Page 10's block 2, its slot in frame 3 free: copied there, and the read served from there with its pin held
+    // until release(), the page marked as a hit would mark it, counted a fill, not a hit.
+    v.pte[10] &= ~Pte::referenced;
+    const std::uint64_t hits = p.stats()[c_hits], fills = p.stats()[c_fills];
+    std::byte* a = acquire(v, 10, false, g, m, 8, (2 * 16 + 3) * 8);
+    CHECK(a == v.frame_data(3));
+    CHECK(word(a, 2 * 16 + 3) == 10 * kWords + 2 * 16 + 3);
+    CHECK(Pte{v.pte[10]}.pins() == 1);
+    CHECK(Pte{v.pte[10]}.is(Pte::referenced));
+    CHECK(p.stats()[c_fills] == fills + 1);
+    CHECK(p.stats()[c_hits] == hits);
+    release(v, 10, g, a, false);
+    CHECK(Pte{v.pte[10]}.pins() == 0);
+    CHECK((s.sectors[10] & 0xffffffffu) == 0x6u);
+    // Block 4 the same way; then a 16-byte read of blocks 4 and 5 whose slot 5 in frame 3 is taken: block 5 goes into a
+    // second frame, which does not hold block 4, so the read looks again instead of reading there.
+    CHECK(read_lone(v, 10, 4 * 16).first == v.frame_data(3));
+    s.shared[3] |= 1u << 5;
+    a = acquire(v, 10, false, g, m, 16, (5 * 16 - 1) * 8);
+    const std::uint32_t f2 = static_cast<std::uint32_t>(s.second[10] >> 32) - 1;
+    REQUIRE(f2 < 3);
+    CHECK(static_cast<std::uint32_t>(s.second[10]) == 1u << 5);
+    CHECK(a != v.frame_data(f2));
+    CHECK(word(a, 5 * 16 - 1) == 10 * kWords + 5 * 16 - 1);
+    CHECK(word(a, 5 * 16) == 10 * kWords + 5 * 16);
+    release(v, 10, g, a, false);
+    CHECK(Pte{v.pte[10]}.pins() == 0);
+}
+
 TEST_CASE("a lone read whose slot is another page's takes a second frame for its page; the change to 128 B keeps it") {
     SharingStart s(64, 4, true);
     PagerView& v = s.view;
