@@ -171,7 +171,6 @@ __global__ void look_kernel(PagerView v, std::uint64_t* out) {
         out[2] = total;
         out[3] = any_displaced(v);
         out[4] = any_shared(v);
-        v.profile[profile_proposal] = 0;  // the owner clears the proposal it read: the next one is stored again
     }
 }
 

@@ -106,10 +106,10 @@ struct PagerView {
     std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
     // Automatic page size (Config::page_size left out): where accesses note what they read
     // (profile_note); null when the page size is fixed.
-    std::uint64_t* profile = nullptr;  // [profile_words]: the slots, the tally, the last proposal
+    std::uint64_t* profile = nullptr;  // [profile_words]: the slots, the tally, its proposal
     std::uint32_t profile_bits = 0;    // a 4 KiB region is sampled when the top profile_bits of its hash are 0
-    // The page shift the tally proposes, stored by an access whose marks changed it (profile_proposal; a plain
-    // store: the word is in host memory, where a GPU's atomics are not atomic); 0 = nothing new. The owner
+    // The page shift the tally proposes, stored by an access that marked something new (a plain store:
+    // the word is in host memory, where a GPU's atomics are not atomic); 0 = nothing new. The owner
     // looks at the tally only when it proposes another page size than the one in use.
     std::uint32_t* profile_choice = nullptr;
     // 0 until the automatic page size made its first choice: until then a small access (a quarter of a
@@ -236,8 +236,8 @@ UMEM_HD inline void mark_whole(const PagerView& v, std::uint64_t page) {
 // proposal differs from the page size in use.
 inline constexpr unsigned profile_slots = 4096;
 inline constexpr unsigned profile_tally = profile_slots;  // two words: footprints at 128 B..512 B, 1 KiB..4 KiB
-// The proposal last stored into PagerView::profile_choice, kept in GPU memory (0: none since the last look): an access
-// stores into host memory only a proposal that changed, and a lone read's miss asks it whether to share (shares).
+// The tally's proposal kept in GPU memory too (0: none yet), for the lone reads' misses that ask whether to share a
+// frame (shares): one load, not the tally's two and the choice.
 inline constexpr unsigned profile_proposal = profile_slots + 2;
 inline constexpr unsigned profile_words = profile_slots + 3;
 inline constexpr std::uint32_t profile_min_regions = 16;  // fewer sampled regions seen: no decision
@@ -364,11 +364,8 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
             d != 0 ? atom::fetch_add(&v.profile[profile_tally + i], d) + d : atom::peek(&v.profile[profile_tally + i]);
     }
     if (tally_field(t, 5) < 32ull * profile_min_regions) return;
-    // Into host memory only when it changed: a store there, with its release, at every block marked cost the first
-    // kernel's marking accesses a fence and a write over PCIe each.
     const std::uint32_t c = choose_page_shift(t, v.page_shift);
-    if (atom::peek(&v.profile[profile_proposal]) == c) return;
-    atom::store(&v.profile[profile_proposal], std::uint64_t{c});
+    if (atom::peek(&v.profile[profile_proposal]) != c) atom::store(&v.profile[profile_proposal], std::uint64_t{c});
     if (v.profile_choice != nullptr) atom::store(v.profile_choice, c);
 }
 
