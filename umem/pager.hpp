@@ -106,7 +106,7 @@ struct PagerView {
     std::uint32_t prefetch_depth;  // pages fetched ahead when the previous page is in use; 0 = off
     // Automatic page size (Config::page_size left out): where accesses note what they read
     // (profile_note); null when the page size is fixed.
-    std::uint64_t* profile = nullptr;  // [profile_words]: the slots, the tally, its proposal
+    std::uint64_t* profile = nullptr;  // [profile_words]: the slots, then the tally
     std::uint32_t profile_bits = 0;    // a 4 KiB region is sampled when the top profile_bits of its hash are 0
     // The page shift the tally proposes, stored by an access that marked something new (a plain store:
     // the word is in host memory, where a GPU's atomics are not atomic); 0 = nothing new. The owner
@@ -236,10 +236,7 @@ UMEM_HD inline void mark_whole(const PagerView& v, std::uint64_t page) {
 // proposal differs from the page size in use.
 inline constexpr unsigned profile_slots = 4096;
 inline constexpr unsigned profile_tally = profile_slots;  // two words: footprints at 128 B..512 B, 1 KiB..4 KiB
-// The tally's proposal kept in GPU memory too (0: none yet), for the lone reads' misses that ask whether to share a
-// frame (shares): one load, not the tally's two and the choice.
-inline constexpr unsigned profile_proposal = profile_slots + 2;
-inline constexpr unsigned profile_words = profile_slots + 3;
+inline constexpr unsigned profile_words = profile_slots + 2;
 inline constexpr std::uint32_t profile_min_regions = 16;  // fewer sampled regions seen: no decision
 inline constexpr std::uint32_t auto_min_shift = 7;        // 128 B
 inline constexpr std::uint32_t auto_max_shift = 12;    // 4 KiB: the largest an access profile of 4 KiB regions can show
@@ -363,10 +360,8 @@ UMEM_HD inline void profile_note(const PagerView& v, std::uint64_t offset, std::
         t[i] =
             d != 0 ? atom::fetch_add(&v.profile[profile_tally + i], d) + d : atom::peek(&v.profile[profile_tally + i]);
     }
-    if (tally_field(t, 5) < 32ull * profile_min_regions) return;
-    const std::uint32_t c = choose_page_shift(t, v.page_shift);
-    if (atom::peek(&v.profile[profile_proposal]) != c) atom::store(&v.profile[profile_proposal], std::uint64_t{c});
-    if (v.profile_choice != nullptr) atom::store(v.profile_choice, c);
+    if (v.profile_choice != nullptr && tally_field(t, 5) >= 32ull * profile_min_regions)
+        atom::store(v.profile_choice, choose_page_shift(t, v.page_shift));
 }
 
 // Whether moving from pages of 1 << current to 1 << chosen bytes pays. Larger pages: fewer
@@ -770,9 +765,9 @@ UMEM_HD inline std::uint32_t* slots_in_use(const PagerView& v) {
 // larger pages (near-uniform reads at a 25% pool: 1.17-1.28 against 1.15-1.22).
 UMEM_HD inline bool shares(const PagerView& v, std::uint64_t bytes, bool write) {
     if (slots_in_use(v) == nullptr || write || bytes >= 32) return false;
-    const std::uint64_t proposed = atom::peek(&v.profile[profile_proposal]);  // profile_note's, as the tally says
-    if (proposed == 0) return atom::peek(&v.ctl[ctl_fresh]) < v.frames_n / 2;
-    return proposed == auto_min_shift;
+    const std::uint64_t t[2] = {atom::peek(&v.profile[profile_tally]), atom::peek(&v.profile[profile_tally + 1])};
+    if (tally_field(t, 5) < 32ull * profile_min_regions) return atom::peek(&v.ctl[ctl_fresh]) < v.frames_n / 2;
+    return choose_page_shift(t, v.page_shift) == auto_min_shift;
 }
 
 // A frame for a lone read's `blocks` (adjacent) of `page` that pages share: a never-used frame while any is left, so

@@ -691,22 +691,6 @@ TEST_CASE("the access profile marks the 128-byte blocks an access reads, in samp
     profile_note(fixed, 0, 8);
 }
 
-TEST_CASE("accesses keep the tally's proposal in GPU memory too, as they store it into host memory") {
-    ProfiledView p(1ull << 30);
-    std::vector<std::uint64_t> regions;
-    for (std::uint64_t r = 0; regions.size() < 40; ++r)
-        if (region_sampled(p.v, r)) regions.push_back(r);
-    for (unsigned k = 0; k < 15; ++k) profile_note(p.v, regions[k] << 12, 8);  // lone elements, too few regions yet
-    CHECK(p.choice == 0);
-    CHECK(p.slots[profile_proposal] == 0);
-    profile_note(p.v, regions[15] << 12, 8);  // the 16th: 128 B
-    CHECK(p.choice == 7);
-    CHECK(p.slots[profile_proposal] == 7);
-    for (unsigned k = 16; k < 40; ++k) profile_note(p.v, regions[k] << 12, 4096);  // regions read whole: 2 KiB
-    CHECK(p.choice == 11);  // the lone elements keep 4 KiB's footprint over 3/2 of 128 B's
-    CHECK(p.slots[profile_proposal] == 11);
-}
-
 TEST_CASE("the automatic page size: the largest page under twice the 128-byte footprint") {
     std::vector<std::uint64_t> slots(profile_words);
     auto fill = [&](std::uint32_t regions, auto mask_of) {
@@ -1282,14 +1266,6 @@ TEST_CASE("a change to smaller pages keeps a partial page's blocks, completes it
 // An automatic pager's 4 KiB start over a pool smaller than the array, with frames that pages share and a tally
 // that proposes 128-byte pages (16 sampled regions, one block read in each); with `seconds`, pages' second frames
 // (GpuPager's start has them).
-// The tally `t` as the accesses' notes leave it, with the proposal they would have stored (profile_note).
-void set_tally(std::vector<std::uint64_t>& slots, const std::uint64_t (&t)[2]) {
-    atom::store(&slots[profile_tally], t[0]);
-    atom::store(&slots[profile_tally + 1], t[1]);
-    const std::uint64_t proposed = tally_field(t, 5) < 32ull * profile_min_regions ? 0 : choose_page_shift(t, 12);
-    atom::store(&slots[profile_proposal], proposed);
-}
-
 struct SharingStart : AutomaticStart {
     std::vector<std::uint32_t> shared, displaced;
     std::vector<std::uint64_t> second;
@@ -1303,7 +1279,8 @@ struct SharingStart : AutomaticStart {
         if (seconds) view.second_frames = second.data();
         std::uint64_t t[2];
         region_tally(1u, t);
-        set_tally(slots, {16 * t[0], 16 * t[1]});
+        slots[profile_tally] = 16 * t[0];
+        slots[profile_tally + 1] = 16 * t[1];
     }
 };
 
@@ -1332,9 +1309,11 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
     const std::uint64_t t0 = s.slots[profile_tally], t1 = s.slots[profile_tally + 1];
     std::uint64_t dense[2];
     region_tally(0xffffffffu, dense);  // 16 regions read whole: the tally proposes 4 KiB
-    set_tally(s.slots, {16 * dense[0], 16 * dense[1]});
+    s.slots[profile_tally] = 16 * dense[0];
+    s.slots[profile_tally + 1] = 16 * dense[1];
     CHECK_FALSE(shares(v, 8, false));
-    set_tally(s.slots, {t0, t1});
+    s.slots[profile_tally] = t0;
+    s.slots[profile_tally + 1] = t1;
     CHECK_FALSE(any_shared(v));  // no frame opened for sharing yet: settling would read no page
     // Pages 0, 1 and 2 read in blocks 0, 1 and 2: each opens a never-used frame, its block in the slot of its number.
     for (std::uint64_t k = 0; k < 3; ++k) {
@@ -1427,7 +1406,8 @@ TEST_CASE("before the first choice, lone reads in a pool smaller than the array 
 TEST_CASE("before the tally has seen enough to propose, lone reads share frames until half the pool is taken") {
     SharingStart s(64, 8);
     PagerView& v = s.view;
-    set_tally(s.slots, {0, 0});  // nothing seen: the first wave of a kernel's misses, before any proposal
+    s.slots[profile_tally] = 0;  // nothing seen: the first wave of a kernel's misses, before any proposal
+    s.slots[profile_tally + 1] = 0;
     CHECK(shares(v, 8, false));
     CHECK_FALSE(shares(v, 8, true));
     CHECK_FALSE(shares(v, 32, false));
@@ -1934,7 +1914,10 @@ TEST_CASE("threads' lone reads and 256-byte row writes through shared frames sta
         INFO("tally: " << (mode == 0 ? "empty" : mode == 1 ? "128 B" : mode == 2 ? "4 KiB" : "4 KiB halfway"));
         SharingStart s(pages, 8, true);
         PagerView& v = s.view;
-        auto propose = [&](const std::uint64_t* t) { set_tally(s.slots, {16 * t[0], 16 * t[1]}); };
+        auto propose = [&](const std::uint64_t* t) {
+            atom::store(&s.slots[profile_tally], 16 * t[0]);
+            atom::store(&s.slots[profile_tally + 1], 16 * t[1]);
+        };
         const std::uint64_t none[2] = {0, 0};
         if (mode == 0) propose(none);
         if (mode == 2) propose(dense);
