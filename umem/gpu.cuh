@@ -38,8 +38,8 @@ struct SlimWarpGroup : WarpGroup {
     static constexpr unsigned loads_in_flight = 2;
 };
 
-// The threads of a warp that reach a point together (divergent code: an __activemask()), as a
-// group that copies together; lane is the rank in the mask.
+// Threads of a warp as a group that copies together (get()'s misses: the whole warp, or one thread); lane is the
+// rank in the mask.
 struct MaskGroup {
     unsigned mask;
     unsigned lane;
@@ -241,12 +241,12 @@ public:
     }
 
     // One thread, any control flow: reads element i. With at least as many frames as pages a hit is
-    // one load and the element's (find_resident), and one warp-aggregated hit count. Otherwise the
-    // threads of the warp that got here together each run the protocol for their own page, and copy
-    // together every page one of them must fill (alone, a thread would need 32 round trips for 4 KiB).
-    // When the whole warp got here together, the threads whose element was resident copy too (H200, 1 GiB
-    // of u64 at a full pool: with only the missing threads copying, 5.7 of them a fill on average, the
-    // first kernel's 4 KiB fills ran at 14 GB/s, 77 against 21 ms).
+    // one load and the element's (find_resident), and one warp-aggregated hit count. Otherwise, where the
+    // whole warp got here together, its threads each run the protocol for their own page and copy together
+    // every page one of them must fill, the threads whose element was resident too (alone, a thread needs 32
+    // round trips for 4 KiB; H200, 1 GiB of u64 at a full pool: with only the missing threads copying, 5.7 of
+    // them a fill on average, the first kernel's 4 KiB fills ran at 14 GB/s, 77 against 21 ms). Where only part
+    // of the warp got here, each missing thread runs it alone (miss() says why).
     __device__ T get(std::uint64_t i) const {
         assert(i < size() && "umem: element index beyond the array");
         constexpr unsigned full = 0xffffffffu;
@@ -273,7 +273,7 @@ public:
                     view_.count(shard, c_hits, static_cast<std::uint64_t>(__popc(together)));
                 return x;
             }
-            mask = __activemask();
+            mask = 1u << (threadIdx.x & 31u);
         }
         return miss(mask, page, at, shard, resident != nullptr, x);
     }
@@ -354,21 +354,22 @@ private:
         return p;
     }
 
-    // get()'s misses: the threads of `mask` (all at this call) run the protocol for their own pages until
-    // each has its element (`done`: had it already), and copy every page one of them fills together.
-    // Called with the full mask (the whole warp got here, checked before anything else) or with
-    // __activemask() of the missing threads alone. Not with __activemask() taken at get()'s entry, which would
-    // also take in the threads that hit when only part of the warp got there: on the H200 that made the
-    // element kernels read out of bounds (umem-sparse-bench in 10 of 12 processes, 2 of 3 with a __syncwarp
-    // after it, the GPU test "element reads of whole and partial warps" red; why was not found), the full
-    // mask in none (bench/results/umem-h200-2026-11-26b.md).
+    // get()'s misses: the threads of `mask` run the protocol for their own pages until each has its element
+    // (`done`: had it already), and copy every page one of them fills together. `mask` is the whole warp (it got
+    // here together, checked before anything else) or one thread. Not the threads that reach the miss together
+    // (__activemask()): several such groups of one warp, each in this loop with its own mask, read garbage from
+    // their shuffles (frame numbers, pages: copies to and from addresses terabytes off), with masks taken once
+    // and kept in memory too (H200, the GPU test "get() from lanes of a warp that reach it apart"; before it,
+    // element kernels whose code shape split warps: bench/results/umem-h200-2026-11-29b.md).
+    // Its ballots keep mask's bits only: a ballot sets the bit of every lane that runs it, and other threads of the
+    // warp can be running this loop converged with these.
     __device__ __forceinline__ T miss(unsigned mask, std::uint64_t page, std::uint64_t at, unsigned shard, bool done,
                                       T x) const {
         const unsigned me = threadIdx.x & 31u;
         MaskGroup all = MaskGroup::of(mask);
         DeviceMover m = mover_;
         bool waited = false;
-        while (__any_sync(mask, !done)) {
+        while ((__ballot_sync(mask, !done) & mask) != 0) {
             Step s{Step::wait, 0, no_page, 0};
             if (!done) s = begin_access(view_, page, false, shard, sizeof(T), at * sizeof(T), true);
             if (!done && (s.kind == Step::hit || s.kind == Step::host)) {
@@ -378,7 +379,8 @@ private:
                 done = true;
             }
             // Fills and a partial page's blocks (Step::sector: looked up again in the next round).
-            for (unsigned fillers = __ballot_sync(mask, !done && (s.kind == Step::fill || s.kind == Step::sector));
+            for (unsigned fillers =
+                     __ballot_sync(mask, !done && (s.kind == Step::fill || s.kind == Step::sector)) & mask;
                  fillers != 0; fillers &= fillers - 1) {
                 const int f = __ffs(static_cast<int>(fillers)) - 1;
                 const bool mine = me == static_cast<unsigned>(f);

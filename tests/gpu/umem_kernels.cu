@@ -51,6 +51,30 @@ __global__ void lone_kernel(Array<std::uint64_t> a, std::uint32_t ops, unsigned 
     }
 }
 
+// get() out of line: one copy of its code, which a warp's lanes can reach from two call sites at different times.
+__device__ __noinline__ std::uint64_t get_out_of_line(Array<std::uint64_t> a, std::uint64_t i) { return a.get(i); }
+
+// Random elements through get(), each thread on its own. With `apart`, some lanes of each warp are held back before
+// each read (1: the odd lanes, 2: lane 0) and call get() from a call site of their own: the lanes that went on are in
+// get()'s miss loop with a mask of their own when the others come to the same code with theirs, and the GPU may run
+// the two groups converged there.
+__global__ void apart_kernel(Array<std::uint64_t> a, unsigned apart, std::uint32_t ops, unsigned long long* bad) {
+    const unsigned lane = threadIdx.x & 31u;
+    const bool held = (apart == 1 && (lane & 1u) != 0) || (apart == 2 && lane == 0);
+    std::uint32_t s = (blockIdx.x * blockDim.x + threadIdx.x) * 2654435761u + 99;
+    unsigned long long wrong_held = 0, wrong = 0;
+    for (std::uint32_t i = 0; i < ops; ++i) {
+        const std::uint64_t page = next(s) % (a.size() / kWords), w = next(s) % kWords, e = page * kWords + w;
+        if (held) {  // the tallies differ, so that the two calls are not merged into one after the branch
+            __nanosleep(200 + 300 * (i % 8));
+            wrong_held += get_out_of_line(a, e) != e;
+        } else {
+            wrong += get_out_of_line(a, e) != e;
+        }
+    }
+    if (wrong + wrong_held != 0) atomicAdd(bad, wrong + wrong_held);
+}
+
 // Thread t reads word `word` of page t (of odd pages only, with odd_only) through get(): element i holds i, or ~i
 // where page_write_kernel wrote it (written).
 __global__ void page_word_kernel(Array<std::uint64_t> a, std::uint64_t pages, unsigned word, bool odd_only,
@@ -573,6 +597,20 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
     Counter bad;
     lone_kernel<<<(threads + 127) / 128, 128>>>(Array<std::uint64_t>(pager.view(), pager.ring()), ops, bad.p);
     ck(cudaDeviceSynchronize(), "lone kernel");
+    return bad.get();
+}
+
+std::uint64_t run_apart_reads(std::uint64_t pages, std::uint64_t frames, unsigned apart, std::uint32_t threads,
+                              std::uint32_t ops) {
+    Host data(pages * kWords * 8);
+    fill(data.p, pages);
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    Counter bad;
+    apart_kernel<<<(threads + 255) / 256, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), apart, ops, bad.p);
+    ck(cudaDeviceSynchronize(), "apart kernel");
     return bad.get();
 }
 

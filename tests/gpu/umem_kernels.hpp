@@ -57,7 +57,6 @@ struct FlushResult {
 };
 FlushResult run_flush_unwaited(std::uint64_t pages);
 
-// Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 // The automatic page size's first kernel at a pool smaller than the array: lone threads read random words (get())
 // while warps write 256-byte rows of even pages (warp_acquire), then a second kernel reads every word, then flush().
 // The words read wrong in each, and in host memory after the flush.
@@ -76,7 +75,13 @@ struct RowsAcrossFrames {
 };
 RowsAcrossFrames run_rows_across_frames(std::uint64_t pages, std::uint64_t frames);
 
+// Every thread reads random elements one by one (Array<T>::get, divergent, no warp protocol).
 std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops);
+// The same with some lanes of each warp held back before every read, calling get() from a call site of their own
+// (apart 1: the odd lanes; 2: lane 0; 0: none), so that groups of a warp's lanes, each with a mask of its own, run
+// get()'s misses at once. Returns the elements read wrong.
+std::uint64_t run_apart_reads(std::uint64_t pages, std::uint64_t frames, unsigned apart, std::uint32_t threads,
+                              std::uint32_t ops);
 
 // Lone threads' chunks at a pool that holds the array (automatic page size, one view): thread t reads word 3 of page
 // t, then word 5 (the same chunk), word 375 of odd pages (another chunk), word 376 of every page (that chunk), then a

@@ -52,6 +52,20 @@ TEST_CASE("single threads in divergent code read through Array::get") {
     CHECK(run_lone_reads(16384, 4096, 262144, 64) == 0);
 }
 
+TEST_CASE("get() from lanes of a warp that reach it apart: each group's misses with no other's in them") {
+    need_gpu();
+    // Lanes held back before get() reach its miss loop while the others of their warp are in it. When each group of
+    // lanes that got there together ran the loop with its own mask (__activemask()), its shuffles returned garbage
+    // (frame numbers, pages) and fills copied to and from addresses terabytes off: an illegal memory access ends the
+    // run with a CUDA error (red on the H200 every time, also with the ballots masked, also with the masks kept in
+    // memory; bench/results/umem-h200-2026-11-29b.md).
+    for (unsigned apart : {2u, 1u, 0u})
+        for (std::uint64_t frames : {16384ull, 4096ull}) {
+            INFO("apart " << apart << ", " << frames << " frames");
+            CHECK(run_apart_reads(16384, frames, apart, 65536, 32) == 0);
+        }
+}
+
 TEST_CASE(
     "element reads of whole and partial warps through Array::get, one and four at a time, hits and fills mixed in a "
     "warp") {
