@@ -587,7 +587,10 @@ FlushResult run_flush_unwaited(std::uint64_t pages) {
     return r;
 }
 
-std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops) {
+// `pages` pages of numbered words (fill) read through a pager of `frames` frames (the page size left out) by the kernel
+// that launch(array, counter of words read wrong) starts; returns that count.
+template <class Launch>
+std::uint64_t read_numbered(std::uint64_t pages, std::uint64_t frames, Launch launch) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
     Config c;
@@ -595,23 +598,22 @@ std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uin
     c.frames = frames;
     GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     Counter bad;
-    lone_kernel<<<(threads + 127) / 128, 128>>>(Array<std::uint64_t>(pager.view(), pager.ring()), ops, bad.p);
-    ck(cudaDeviceSynchronize(), "lone kernel");
+    launch(Array<std::uint64_t>(pager.view(), pager.ring()), bad.p);
+    ck(cudaDeviceSynchronize(), "read kernel");
     return bad.get();
+}
+
+std::uint64_t run_lone_reads(std::uint64_t pages, std::uint64_t frames, std::uint32_t threads, std::uint32_t ops) {
+    return read_numbered(pages, frames, [&](Array<std::uint64_t> a, unsigned long long* bad) {
+        lone_kernel<<<(threads + 127) / 128, 128>>>(a, ops, bad);
+    });
 }
 
 std::uint64_t run_apart_reads(std::uint64_t pages, std::uint64_t frames, unsigned apart, std::uint32_t threads,
                               std::uint32_t ops) {
-    Host data(pages * kWords * 8);
-    fill(data.p, pages);
-    Config c;
-    c.bytes = pages * kWords * 8;
-    c.frames = frames;
-    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
-    Counter bad;
-    apart_kernel<<<(threads + 255) / 256, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), apart, ops, bad.p);
-    ck(cudaDeviceSynchronize(), "apart kernel");
-    return bad.get();
+    return read_numbered(pages, frames, [&](Array<std::uint64_t> a, unsigned long long* bad) {
+        apart_kernel<<<(threads + 255) / 256, 256>>>(a, apart, ops, bad);
+    });
 }
 
 // The automatic page size over `pages` pages of numbered words (fill), with a pool that holds them.
