@@ -587,16 +587,21 @@ FlushResult run_flush_unwaited(std::uint64_t pages) {
     return r;
 }
 
+// The automatic page size (page size left out) for `pages` pages at a pool of `frames`.
+Config automatic(std::uint64_t pages, std::uint64_t frames) {
+    Config c;
+    c.bytes = pages * kWords * 8;
+    c.frames = frames;
+    return c;
+}
+
 // `pages` pages of numbered words (fill) read through a pager of `frames` frames (the page size left out) by the kernel
 // that launch(array, counter of words read wrong) starts; returns that count.
 template <class Launch>
 std::uint64_t read_numbered(std::uint64_t pages, std::uint64_t frames, Launch launch) {
     Host data(pages * kWords * 8);
     fill(data.p, pages);
-    Config c;
-    c.bytes = pages * kWords * 8;
-    c.frames = frames;
-    GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
+    GpuPager pager(automatic(pages, frames), reinterpret_cast<std::byte*>(data.p), Engine::gpu_threads);
     Counter bad;
     launch(Array<std::uint64_t>(pager.view(), pager.ring()), bad.p);
     ck(cudaDeviceSynchronize(), "read kernel");
@@ -781,14 +786,6 @@ std::uint64_t run_element_stream(std::uint64_t pages, std::uint64_t frames, std:
     cudaFree(didx);
     cudaFree(sums);
     return bad;
-}
-
-// The automatic page size (page size left out) for `pages` pages at a pool of `frames`.
-Config automatic(std::uint64_t pages, std::uint64_t frames) {
-    Config c;
-    c.bytes = pages * kWords * 8;
-    c.frames = frames;
-    return c;
 }
 
 WritesIntoShared run_writes_into_shared(std::uint64_t pages, std::uint64_t frames) {
