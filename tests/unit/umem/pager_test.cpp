@@ -1544,6 +1544,12 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     // Reads at 128 B find them.
     CHECK(read_at(to, 97, 2, to.frame_data(96)) == 3 * kWords + 18);
     CHECK(read_at(to, 323, 5, to.frame_data(98)) == 10 * kWords + 53);
+    // A sub-frame that another page's block took after this page found it free (warps of pages that share a frame race
+    // for its free slots): the claim fails and leaves the sub-frame and the page as they were.
+    CHECK_FALSE(claim_displaced(to, 96, 32 * 10 + 4));
+    CHECK(r.owner[96] == 97);
+    CHECK(Pte{r.pte[32 * 10 + 4]}.state() == PageState::host);
+    CHECK(word(to.frame_data(96), 0) == 97 * 16);
     // More displaced blocks than free slots: the frame fills up, no slot taken twice, the rest left to the next kernel.
     SharingStart s2(64, 4);
     share_some(s2);
