@@ -373,12 +373,11 @@ void GpuPager::publish(cudaStream_t stream) {
 }
 
 // Costs a read of one word in host memory while the accesses propose the page size in use (or mark
-// nothing new); else it waits for the kernels before it, reads the tally (two words) and decides. The
-// tally accumulates until the page size changes: the choice is about what the array's accesses read
-// over its life (a graph search reads sparse parts of its arrays level by level, and all of them in
-// the end). The first choice is made at once; a later change must be chosen by two looks in a row
-// (one kernel's pattern does not flip an array's layout back and forth). A look that changes nothing
-// doubles the number of proposals until the next (up to 64).
+// nothing new); else it waits for the kernels before it, reads the tally (two words) and decides
+// (look_answer). The tally accumulates until the page size changes: the choice is about what the
+// array's accesses read over its life (a graph search reads sparse parts of its arrays level by level,
+// and all of them in the end). A look that changes nothing doubles the number of proposals until the
+// next (up to 64).
 const PagerView& GpuPager::view(cudaStream_t stream) {
     if (!auto_) return view_;
     const std::uint32_t proposed = atom::load(choice_);
@@ -399,12 +398,7 @@ const PagerView& GpuPager::view(cudaStream_t stream) {
     cuda_check(cudaGetLastError(), "umem: read the page-size tally", "pager");
     cuda_check(cudaStreamSynchronize(stream), "umem: wait for the kernels", "pager");
     const std::uint64_t t[2] = {looked_[0], looked_[1]};
-    std::uint32_t shift = choose_page_shift(t, view_.page_shift);
-    if (shift < view_.page_shift && view_.never_evicts() &&
-        !change_pays(view_.page_shift, shift, true, looked_[2] >> view_.page_shift, view_.pages))
-        shift = view_.page_shift;
-    const bool first = decisions_++ == 0;
-    const bool change = shift != view_.page_shift && (first || shift == wanted_);
+    const auto [shift, change] = look_answer(t, view_, looked_[2], decisions_++ == 0, wanted_);
     if (spare_table_ != nullptr && (!change || spare_shift_ != shift))  // after its clearing, on that stream
         cudaFreeAsync(std::exchange(spare_table_, nullptr), static_cast<cudaStream_t>(maker_stream_));
     if (!change) {

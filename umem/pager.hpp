@@ -383,6 +383,22 @@ inline bool change_pays(std::uint32_t current, std::uint32_t chosen, bool never_
     return chosen > current || !never_evicts || (resident * 2 < pages && chosen + 1 < current);
 }
 
+// What a look between kernels (GpuPager::view) answers for pages of `v` and the tally `t`: the page shift that pays
+// (choose_page_shift, then change_pays with the `filled` bytes, which where nothing is ever evicted are the bytes in
+// frames), and whether to change to it now. The first choice is made at once; a later change only when the look
+// before wanted the same (`wanted`): one kernel's pattern must not flip an array's layout back and forth.
+struct LookAnswer {
+    std::uint32_t shift;
+    bool change;
+};
+inline LookAnswer look_answer(const std::uint64_t (&t)[2], const PagerView& v, std::uint64_t filled, bool first,
+                              std::uint32_t wanted) {
+    std::uint32_t shift = choose_page_shift(t, v.page_shift);
+    if (shift < v.page_shift && !change_pays(v.page_shift, shift, v.never_evicts(), filled >> v.page_shift, v.pages))
+        shift = v.page_shift;
+    return {shift, shift != v.page_shift && (first || shift == wanted)};
+}
+
 // A write of bytes [offset, offset + n) of resident page `page` (n >= 1): marks its blocks of 1/32 page
 // in dirty_blocks where there are marks. One atomic, by the group's leader.
 UMEM_HD inline void note_write(const PagerView& v, std::uint64_t page, std::uint64_t offset, std::uint64_t n) {

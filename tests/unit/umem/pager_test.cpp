@@ -1515,6 +1515,13 @@ TEST_CASE("blocks read in place for want of a slot are filled into their frame's
     ThreadGroup g{0};
     release(from, 10, g, from.host_page(10), false);
     s.sectors[10] &= ~(std::uint64_t{1u << 3} << 32);
+    // A read of that block and one not yet displaced (16 bytes across blocks 3 and 4) claims both; slot 3 is page 3's,
+    // so it reads in place, and both are marked.
+    CHECK(begin_access(from, 10, false, 0, 16, 4 * 128 - 8).kind == Step::host);
+    CHECK(s.displaced[10] == ((1u << 3) | (1u << 4)));
+    CHECK(s.sectors[10] >> 32 == 1u << 1);  // its claims given back
+    release(from, 10, g, from.host_page(10), false);
+    s.displaced[10] = 1u << 3;  // block 4 unmarked again, for the fill below
     // Page 11 found no frame at all (place_shared): nothing to fill it near, so no mark.
     CHECK(read_lone(from, 11, 16).first == from.host_page(11));
     CHECK(s.displaced[11] == 0);
@@ -1752,6 +1759,9 @@ TEST_CASE("a lone read whose slot is another page's takes a second frame for its
     CHECK(read_lone(v, 3, 16 + 2).first == v.host_page(3));
     CHECK(s.second[3] == no_second);
     CHECK(s.displaced[3] == 1u << 1);
+    // Page 10's block 3 read in place before it came into the second frame (a read of it and of a block not displaced
+    // claims both): still marked, but in a slot of its own, so the change must not fill it again.
+    s.displaced[10] |= 1u << 3;
     // The change to 128 B: page 10's blocks 3 and 5 stay where they are, in its second frame's slots.
     Relaid r(v, 7);
     relay_as_the_kernel(v, r);
@@ -2163,6 +2173,36 @@ TEST_CASE("threads reading as warp_acquire does (a look first) and writing throu
         });
         CHECK((p.stats()[c_evictions] > 0) == (frames < pages));
     }
+}
+
+TEST_CASE("a look changes the page size at once the first time, later only where the look before wanted the same") {
+    // 100 sampled regions of lone 8-byte reads: the tally says 128 B.
+    std::vector<std::uint64_t> slots(profile_words);
+    for (std::uint32_t i = 0; i < 100; ++i)
+        slots[i * 7 % profile_slots] = (std::uint64_t{i} + 1) << 32 | 1u << (i % 32);
+    std::uint64_t t[2];
+    recount(slots, t);
+    PagerView v{};
+    v.page_shift = 12;
+    v.pages = 1000;
+    v.frames_n = 250;  // a pool smaller than the array
+    auto answer = [&](std::uint64_t filled, bool first, std::uint32_t wanted) {
+        const LookAnswer a = look_answer(t, v, filled, first, wanted);
+        return std::pair{a.shift, a.change};
+    };
+    CHECK(answer(0, true, 0) == std::pair{7u, true});    // the first choice: at once
+    CHECK(answer(0, false, 0) == std::pair{7u, false});  // a later one: the look before wanted nothing
+    CHECK(answer(0, false, 8) == std::pair{7u, false});  // ... or another size
+    CHECK(answer(0, false, 7) == std::pair{7u, true});   // two looks in a row
+    // Where nothing is ever evicted, smaller pages do not pay once half the array's bytes are in frames.
+    v.frames_n = 1000;
+    CHECK(answer(500ull << 12, true, 0) == std::pair{12u, false});
+    CHECK(answer(499ull << 12, true, 0) == std::pair{7u, true});
+    v.frames_n = 999;  // one frame fewer: such a pool evicts, and smaller pages hold more
+    CHECK(answer(500ull << 12, true, 0) == std::pair{7u, true});
+    // A tally that says the size in use: nothing to change.
+    v.page_shift = 7;
+    CHECK(answer(0, true, 0) == std::pair{7u, false});
 }
 
 TEST_CASE("a smaller page does not pay once a pool that holds the whole array holds half of it") {
