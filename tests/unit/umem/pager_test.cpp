@@ -562,6 +562,36 @@ TEST_CASE("CLOCK keeps a hot page that FIFO evicts") {
     CHECK(fifo < clock);
 }
 
+TEST_CASE("threads taking the last never-used frames at once get each once, and none past the pool") {
+    // Each round four threads race for the pool's one frame: a taker that saw it left can lose it to another between
+    // its look and its fetch_add, and must then come back with none, not with a frame past the pool.
+    constexpr unsigned threads = 4, rounds = 50000;
+    std::vector<std::uint64_t> ctl(ctl_words, 0);
+    PagerView v{};
+    v.ctl = ctl.data();
+    v.frames_n = 1;
+    std::vector<std::uint32_t> got(threads);
+    unsigned wrong = 0;
+    auto between = [&]() noexcept {  // on one thread, all others waiting
+        std::uint32_t seen = 0;
+        for (std::uint32_t f : got)
+            if (f != Pte::max_frames) {
+                if (f >= v.frames_n || ((seen >> f) & 1u) != 0) ++wrong;
+                seen |= f < 32 ? 1u << f : 0u;
+            }
+        if (seen != 1u) ++wrong;
+        ctl[ctl_fresh] = 0;
+    };
+    std::barrier round(threads, between);
+    on_threads(threads, [&](unsigned t) {
+        for (unsigned r = 0; r < rounds; ++r) {
+            got[t] = take_fresh(v);
+            round.arrive_and_wait();
+        }
+    });
+    CHECK(wrong == 0);
+}
+
 TEST_CASE("a claim looks at most sweep_steps frames; the bits it cleared stay cleared for the next claim") {
     // A pool of 1024 frames whose every page was hit since the hand passed: the first miss's claim clears
     // sweep_steps reference bits, finds no frame and reads in place; each next claim goes on where it stopped,
