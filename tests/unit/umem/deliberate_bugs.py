@@ -145,7 +145,6 @@ def failed_assertions(out):
     return lines[-1].strip() if lines else 'no summary: it crashed'
 
 
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--gpu', action='store_true', help='also the GPU pager\'s bugs (a CUDA build and a GPU)')
@@ -193,12 +192,11 @@ def main():
                     continue
                 try:
                     r = run([f'build/{test}'], tree, timeout=900)
-                    verdict = f'caught ({failed_assertions(r.stdout)})' if r.returncode != 0 else 'SURVIVED'
+                    caught, how = r.returncode != 0, failed_assertions(r.stdout)
                 except subprocess.TimeoutExpired:
-                    verdict, r = 'caught (hung: killed after 900 s)', None
-                if r is not None and r.returncode == 0:
-                    survived += 1
-                print(f'{name}: {verdict}', flush=True)
+                    caught, how = True, 'hung: killed after 900 s'
+                survived += not caught
+                print(f'{name}: ' + (f'caught ({how})' if caught else 'SURVIVED'), flush=True)
             finally:
                 src.write_text(text)
     finally:
