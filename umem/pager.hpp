@@ -687,10 +687,11 @@ UMEM_HD inline bool thrashing(const PagerView& v) {
     return evicted >= 64 && unused * 2 > evicted;
 }
 
-// While thrashing, a miss is admitted with probability 1/64 (hash of the page and the window).
-UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page) {
+// While thrashing, a miss is admitted with probability 1/64 (hash of the page and the window), divided by `ratio`
+// (admit: the bytes its fill would move against those it reads).
+UMEM_HD inline bool sampled(const PagerView& v, std::uint64_t page, std::uint64_t ratio) {
     std::uint64_t h = (page ^ (atom::peek(&v.ctl[ctl_evicted]) << 32)) * 0x9e3779b97f4a7c15ull;
-    return (h >> 58) == 0;
+    return (h >> 32) * ratio < (std::uint64_t{1} << 26);
 }
 
 // A lone thread's element (under 32 bytes: get(), or a warp_acquire of one element) where the pool holds the array,
@@ -863,7 +864,13 @@ UMEM_HD inline std::uint32_t claim_second(const PagerView& v, std::uint64_t page
     return claim_slots(v, f, blocks) ? f : Pte::max_frames;
 }
 
-UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
+// A miss that fills `fill_bytes` to read `read_bytes` (at least 128 counted: what a read of host memory costs at
+// least). While the pool thrashes it admits a page's fill for about 64 times its bytes read in place, not one fill in
+// 64 misses: a 4 KiB page filled for a 64-byte read moved 32 times as many bytes as a read in place of the same miss,
+// so 1 miss in 64 turned a pool of 4 KiB frames over several times a pass, and replaced what the next pass read first
+// (H200, BFS over RMAT 22 at a 25% pool, pass 2 at 4 KiB 47-55 against 33 ms; bench/results/umem-h200-2026-11-29d.md).
+UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e, std::uint64_t fill_bytes,
+                          std::uint64_t read_bytes) {
     switch (v.admission) {
         case Admission::migrate:
             return true;
@@ -872,7 +879,7 @@ UMEM_HD inline bool admit(const PagerView& v, std::uint64_t page, Pte e) {
         case Admission::read_through:
             return false;
         case Admission::adaptive:
-            return !thrashing(v) || sampled(v, page);
+            return !thrashing(v) || sampled(v, page, fill_bytes / (read_bytes > 128 ? read_bytes : 128));
     }
     return true;
 }
@@ -1154,9 +1161,10 @@ UMEM_HD inline Step after_pin(const PagerView& v, std::uint64_t page, bool write
         case PageState::host: {
             v.count(shard, c_faults);
             e.word += Pte::pin_one;  // the word as our pin left it
-            if (admit(v, page, e)) {
+            const std::uint32_t blocks = need_blocks(v, page, offset, bytes);
+            if (admit(v, page, e, std::uint64_t{popcount32(blocks)} << v.block_shift(),
+                      std::uint64_t{popcount32(read_blocks(v, page, offset, bytes))} << v.block_shift())) {
                 if (begin_migration(slot, e)) {
-                    const std::uint32_t blocks = need_blocks(v, page, offset, bytes);
                     if (blocks != v.page_blocks(page) && shares(v, bytes, write)) {
                         const std::uint32_t f = place_shared(v, page, blocks);
                         if (f != Pte::max_frames) return {Step::fill, f, no_page, 0, blocks};

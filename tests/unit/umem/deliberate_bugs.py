@@ -5,9 +5,11 @@ share, displaced blocks, the change to smaller pages): each must turn a test red
 It builds a copy of HEAD (a git worktree in a temporary directory, so the checkout is never touched), then for each
 bug changes one passage, rebuilds the test binary and runs it, and puts the passage back.
 
-usage: tests/unit/umem/deliberate_bugs.py [--gpu] [--only NAME,...]
+usage: tests/unit/umem/deliberate_bugs.py [--gpu | --gpu-build DIR | --gpu-run DIR] [--only NAME,...]
   the CPU's bugs against unit-umem (about 12 minutes on 2 cores, a debug build);
-  --gpu: also those in the GPU pager's kernels against gpu-umem (a CUDA build, and a GPU to run on).
+  --gpu: also those in the GPU pager's kernels against gpu-umem (a CUDA build, and a GPU to run on);
+  --gpu-build DIR: only build the GPU bugs' gpu-umem (and HEAD's) into DIR, on a machine with nvcc and no GPU;
+  --gpu-run DIR: run them on the GPU machine (python3 only), from DIR as --gpu-build left it.
 One line a bug: "caught" with the failed assertions, or SURVIVED. Exits 1 where one survived."""
 import argparse
 import os
@@ -45,6 +47,11 @@ BUGS = [
      'return {shift, shift != v.page_shift && (first || shift == wanted)};',
      'return {shift, shift != v.page_shift && shift == wanted};', CPU_TEST),
     ('look: the bytes filled not passed', PAGER, 'filled >> v.page_shift, v.pages))', '0, v.pages))', CPU_TEST),
+    # adaptive admission's sample while the pool thrashes
+    ('admission: one miss in 64, whatever its fill moves', PAGER,
+     'sampled(v, page, fill_bytes / (read_bytes > 128 ? read_bytes : 128))', 'sampled(v, page, 1)', CPU_TEST),
+    ('admission: the sample not divided', PAGER, 'return (h >> 32) * ratio < (std::uint64_t{1} << 26);',
+     'return (h >> 58) == 0;', CPU_TEST),
     # partial pages
     ('a lone element\'s chunk: its first byte\'s only', PAGER, 'end = (offset + bytes + chunk - 1) & ~(chunk - 1);',
      'end = first + chunk;', CPU_TEST),
@@ -145,19 +152,55 @@ def failed_assertions(out):
     return lines[-1].strip() if lines else 'no summary: it crashed'
 
 
+def verdict(cmd, cwd):
+    """(caught, how) of one run of a test binary with a bug in it."""
+    try:
+        r = run(cmd, cwd, timeout=900)
+        return r.returncode != 0, failed_assertions(r.stdout)
+    except subprocess.TimeoutExpired:
+        return True, 'hung: killed after 900 s'
+
+
+def carry_binary(binary, folder):
+    """A copy to carry to the GPU machine, its symbols stripped (the machines take 64 MiB of binaries)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(binary, folder)
+    if shutil.which('strip'):
+        subprocess.run(['strip', str(folder / binary.name)], check=True)
+
+
+def run_prebuilt(folder):
+    """--gpu-run: the binaries --gpu-build left in `folder` (the lent GPU machine has no compiler)."""
+    listed = [l.split('\t') for l in (folder / 'bugs.tsv').read_text().splitlines()]
+    head = run([str(folder / 'head' / pathlib.Path(GPU_TEST).name)], folder, timeout=900)
+    if head.returncode != 0:
+        sys.exit('the GPU tests fail at HEAD, before any bug:\n' + head.stdout[-3000:])
+    survived = 0
+    for sub, name in listed:
+        caught, how = verdict([str(folder / sub / pathlib.Path(GPU_TEST).name)], folder)
+        survived += not caught
+        print(f'{name}: ' + (f'caught ({how})' if caught else 'SURVIVED'), flush=True)
+    print(f'{len(listed) - survived} of {len(listed)} deliberate bugs caught')
+    sys.exit(1 if survived else 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--gpu', action='store_true', help='also the GPU pager\'s bugs (a CUDA build and a GPU)')
+    ap.add_argument('--gpu-build', metavar='DIR', help='only build the GPU bugs\' test binaries into DIR, to carry')
+    ap.add_argument('--gpu-run', metavar='DIR', help='only run the binaries --gpu-build left in DIR')
     ap.add_argument('--only', default='', help='comma-separated names (or parts of them)')
     args = ap.parse_args()
+    if args.gpu_run:
+        run_prebuilt(pathlib.Path(args.gpu_run).resolve())
     repo = pathlib.Path(__file__).resolve().parents[3]
-    gpu = args.gpu
+    gpu, carry = args.gpu, pathlib.Path(args.gpu_build).resolve() if args.gpu_build else None
     if gpu and (shutil.which('nvidia-smi') is None or run(['nvidia-smi', '-L'], repo).returncode != 0):
         print('SKIPPED the GPU bugs: nvidia-smi finds no GPU here')
         gpu = False
-    if gpu and pathlib.Path('/usr/local/cuda/bin/nvcc').exists():  # where the CUDA toolkit puts nvcc
+    if (gpu or carry) and pathlib.Path('/usr/local/cuda/bin/nvcc').exists():  # where the CUDA toolkit puts nvcc
         os.environ['PATH'] = '/usr/local/cuda/bin:' + os.environ.get('PATH', '')
-    bugs = [b for b in BUGS if gpu or b[4] == CPU_TEST]
+    bugs = [b for b in BUGS if (b[4] == GPU_TEST if carry else gpu or b[4] == CPU_TEST)]
     if args.only:
         parts = args.only.split(',')
         bugs = [b for b in bugs if any(p in b[0] for p in parts)]
@@ -166,18 +209,24 @@ def main():
     if run(['git', 'worktree', 'add', '--detach', str(tree), 'HEAD'], repo).returncode != 0:
         sys.exit('cannot make a worktree of HEAD here (a git checkout is needed)')
     survived = 0
+    # The CPU's bugs in a debug build; the GPU's in one with device code optimised (a debug build's device code,
+    # -G, runs the GPU tests many times slower) and asserts kept.
+    build = {CPU_TEST: ('build', 'debug', 'disabled'), GPU_TEST: ('build-gpu', 'debugoptimized', 'enabled')}
     try:
-        setup = ['meson', 'setup', 'build', '--buildtype=debug', '-Dlab=disabled',
-                 '-Dcuda=' + ('enabled' if gpu else 'disabled')]
-        if (r := run(setup, tree)).returncode != 0:
-            sys.exit('meson setup failed:\n' + r.stdout[-2000:] + r.stderr[-2000:])
         targets = sorted({b[4] for b in bugs})
         for t in targets:  # every test passes before any bug
-            if (r := run(['ninja', '-C', 'build', t], tree)).returncode != 0:
+            folder, buildtype, cuda = build[t]
+            setup = ['meson', 'setup', folder, '--buildtype=' + buildtype, '-Dlab=disabled', '-Dcuda=' + cuda]
+            if (r := run(setup, tree)).returncode != 0:
+                sys.exit('meson setup failed:\n' + r.stdout[-2000:] + r.stderr[-2000:])
+            if (r := run(['ninja', '-C', folder, t], tree)).returncode != 0:
                 sys.exit(f'{t} does not build at HEAD:\n' + r.stdout[-3000:])
-            if (r := run([f'build/{t}'], tree, timeout=900)).returncode != 0:
+            if carry:
+                carry_binary(tree / folder / t, carry / 'head')
+            elif (r := run([f'{folder}/{t}'], tree, timeout=900)).returncode != 0:
                 sys.exit(f'{t} fails at HEAD, before any bug:\n' + r.stdout[-3000:])
-        for name, path, passage, bug, test in bugs:
+        listed = []
+        for i, (name, path, passage, bug, test) in enumerate(bugs):
             src = tree / path
             text = src.read_text()
             if text.count(passage) != 1:
@@ -186,15 +235,17 @@ def main():
                 continue
             src.write_text(text.replace(passage, bug))
             try:
-                if (r := run(['ninja', '-C', 'build', test], tree)).returncode != 0:
+                folder = build[test][0]
+                if (r := run(['ninja', '-C', folder, test], tree)).returncode != 0:
                     print(f'{name}: does not build:\n' + r.stdout[-1500:])
                     survived += 1
                     continue
-                try:
-                    r = run([f'build/{test}'], tree, timeout=900)
-                    caught, how = r.returncode != 0, failed_assertions(r.stdout)
-                except subprocess.TimeoutExpired:
-                    caught, how = True, 'hung: killed after 900 s'
+                if carry:
+                    carry_binary(tree / folder / test, carry / f'bug{i}')
+                    listed.append(f'bug{i}\t{name}')
+                    print(f'{name}: built', flush=True)
+                    continue
+                caught, how = verdict([f'{folder}/{test}'], tree)
                 survived += not caught
                 print(f'{name}: ' + (f'caught ({how})' if caught else 'SURVIVED'), flush=True)
             finally:
@@ -202,6 +253,10 @@ def main():
     finally:
         run(['git', 'worktree', 'remove', '--force', str(tree)], repo)
         shutil.rmtree(tmp, ignore_errors=True)
+    if carry:
+        (carry / 'bugs.tsv').write_text(''.join(l + '\n' for l in listed))
+        print(f'{len(listed)} GPU bugs built into {carry}; run them there with --gpu-run {carry}')
+        sys.exit(1 if survived else 0)
     print(f'{len(bugs) - survived} of {len(bugs)} deliberate bugs caught')
     sys.exit(1 if survived else 0)
 

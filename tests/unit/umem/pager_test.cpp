@@ -486,6 +486,49 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("adaptive admission: a thrashing pool admits fills for about 1/64 of the bytes read in place") {
+    // A cycle over 1024 pages through 64 frames, each page read once a pass: the pool thrashes once its first 64
+    // evictions did not pay (a page in a frame is read once a pass, fewer times than pays for its fill). Then a miss is
+    // admitted with probability 1/64 divided by what its fill moves against what it reads: 4 KiB fills for 64-byte
+    // reads, 1/2048; for whole pages, and 128 B pages read 8 bytes at a time (a read of host memory counts as 128 bytes
+    // at least), 1/64.
+    const std::uint64_t pages = 1024, frames = 64, passes = 16, misses = pages * passes;
+    const std::uint64_t before = 2 * frames;  // the never-used frames, then the window's first 64 evictions
+    struct Case {
+        std::uint64_t page_size, offset, bytes;
+        bool small;  // the fill moves many times what the access reads
+    };
+    for (Case k : {Case{4096, 1000, 64, true}, Case{4096, 0, 4096, false}, Case{128, 40, 8, false}}) {
+        INFO("page " << k.page_size << ", " << k.bytes << " bytes read");
+        std::vector<std::uint64_t> d = numbered(pages * k.page_size / kPage);
+        Config c;
+        c.bytes = pages * k.page_size;
+        c.page_size = k.page_size;
+        c.frames = frames;
+        c.admission = Admission::adaptive;
+        HostPager p(c, bytes(d));
+        const PagerView& v = p.view();
+        ThreadGroup g{0};
+        CpuMover m;
+        std::uint64_t wrong = 0;
+        for (std::uint64_t pass = 0; pass < passes; ++pass)
+            for (std::uint64_t pg = 0; pg < pages; ++pg) {
+                const std::byte* a = acquire(v, pg, false, g, m, k.bytes, k.offset);
+                const std::uint64_t w = (pg * k.page_size + k.offset) / 8;
+                wrong += word(a, k.offset / 8) != w;
+                release(v, pg, g, a, false);
+            }
+        CHECK(wrong == 0);
+        Stats s = p.stats();
+        CHECK(s[c_fills] >= before);
+        const std::uint64_t sampled = s[c_fills] - before;  // about (misses - before) / 64, or / 2048
+        if (k.small)
+            CHECK(sampled * 256 < misses);
+        else
+            CHECK(sampled * 128 > misses);
+    }
+}
+
 TEST_CASE("adaptive admission: a small page hit once after its fill, by the filler's own next read, did not pay") {
     // BFS's row offsets: an access reads row[v], then row[v + 1] from the same 128 B page, and the
     // page is not read again before the cycle evicts it. One hit is not reuse: the pool is judged
