@@ -188,8 +188,11 @@ public:
         const WarpGroup g = WarpGroup::self();
         Looked looked{};
         std::byte* p = write ? nullptr : read_hit(g, page, looked);
-        if (p == nullptr)
+        if (p == nullptr) {
             p = acquire_out_of_line(view_.shared, view_.profile_decided, mover_, page, write, first, n, looked);
+            if (!write && n * sizeof(T) >= staging_min_bytes && p == view_.host_page(page))
+                p = stage(view_.shared, mover_, page, first, n, p);
+        }
         if (g.leader()) profile_note(view_, first * sizeof(T), n * sizeof(T));  // after the look (get() says why)
         return {reinterpret_cast<T*>(p), view_.page_bytes(page) / static_cast<std::uint32_t>(sizeof(T)), page, write};
     }
@@ -199,7 +202,14 @@ public:
     __device__ void warp_release(const PageRef<T>& r) const {
         WarpGroup g = WarpGroup::self();
         if (r.write) __threadfence();
-        release(view_, r.page, g, reinterpret_cast<const std::byte*>(r.data), r.write);
+        const std::byte* d = reinterpret_cast<const std::byte*>(r.data);
+        if (view_.staging != nullptr && d >= view_.staging &&
+            d < view_.staging + (std::uint64_t{view_.staging_slots} << 12)) {  // staged: the buffer is all it holds
+            g.sync();
+            if (g.leader()) atom::store(&view_.staging_owner[(d - view_.staging) >> 12], 0u);
+            return;
+        }
+        release(view_, r.page, g, d, r.write);
     }
 
     // Warp-collective reads, every lane its own page: lanes [0, lanes) each name one, of which the warp reads
@@ -330,6 +340,34 @@ private:
         if (!__shfl_sync(full, hit, 0)) return nullptr;
         return view_.frame_data(__shfl_sync(full, looked.word.frame(), 0));
     }
+    // A warp's read in place of staging_min_bytes or more, copied into a buffer of its own first (a slot of
+    // view_.staging, taken with one CAS: where another warp has it, the read stays in place) with a fill's loads in
+    // flight, the page's pin dropped once the bytes are there. In place, a kernel that loads an element and then acts
+    // on it (BFS: an atomic on the level array) waits a PCIe round trip for every 32 lanes' elements (umem/README.md,
+    // "Staged reads"). Returns the buffer, laid out as the page; warp_release gives it back. Static, with the view all
+    // threads share, as acquire_out_of_line is.
+    __device__ __noinline__ static std::byte* stage(const PagerView* v, DeviceMover m, std::uint64_t page,
+                                                    std::uint64_t first, std::uint64_t n, std::byte* host) {
+        const PagerView view = *v;
+        if (view.staging == nullptr || view.page_shift > 12 || m.ring.slots != nullptr) return host;
+        WarpGroup g = WarpGroup::self();
+        const std::uint32_t slot = g.shard() % view.staging_slots;
+        std::uint32_t got = 0;
+        if (g.leader()) {
+            std::uint32_t expected = 0;
+            got = atom::cas(&view.staging_owner[slot], expected, 1u) ? 1u : 0u;
+        }
+        if (__shfl_sync(0xffffffffu, got, 0) == 0) return host;
+        std::byte* buffer = view.staging + (std::uint64_t{slot} << 12);
+        const std::uint64_t base = page << view.page_shift, begin = (first * sizeof(T) - base) & ~std::uint64_t{15};
+        const std::uint64_t end = ((first + n) * sizeof(T) - base + 15) & ~std::uint64_t{15};
+        const std::uint64_t stop = end < view.page_bytes(page) ? end : view.page_bytes(page);
+        m.to_frame(g, buffer + begin, host + begin, static_cast<std::uint32_t>(stop - begin));
+        g.sync();
+        if (g.leader()) end_access(view, page, host, false);  // the read's pin: its bytes are in the buffer
+        return buffer;
+    }
+
     // The protocol, out of line: the kernel's hits (read_hit) then run without its registers. It reads the view
     // that all threads share (PagerView::shared), not this one, whose address would make every thread copy it; with
     // this launch's profile_decided, which that one is not rewritten for.

@@ -449,6 +449,20 @@ std::string device_missing() {
     return {};
 }
 
+// What accesses still hold once every kernel is done (none should): pins and writers in the page table, and the
+// staging buffers' owners (Array::warp_acquire's staged reads).
+std::uint64_t still_held(const PagerView& v) {
+    std::vector<std::uint64_t> pte(v.pages);
+    ck(cudaMemcpy(pte.data(), v.pte, v.pages * 8, cudaMemcpyDeviceToHost), "page table");
+    std::uint64_t held = 0;
+    for (std::uint64_t w : pte) held += Pte{w}.pins() != 0 || Pte{w}.writers() != 0;
+    std::vector<std::uint32_t> owners(v.staging_slots);
+    if (v.staging_slots != 0)
+        ck(cudaMemcpy(owners.data(), v.staging_owner, v.staging_slots * 4ull, cudaMemcpyDeviceToHost), "staging");
+    for (std::uint32_t o : owners) held += o != 0;
+    return held;
+}
+
 MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admission, Engine engine,
                       std::uint32_t warps, std::uint32_t ops, std::uint32_t prefetch) {
     Host data(pages * kWords * 8);
@@ -462,8 +476,10 @@ MixedResult run_mixed(std::uint64_t pages, std::uint64_t frames, Admission admis
     {
         GpuPager pager(c, reinterpret_cast<std::byte*>(data.p), engine);
         Counter bad;
-        mixed_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(pager.view(), pager.ring()), pages, ops, bad.p);
+        const PagerView v = pager.view();  // the kernel's, looked at again after it (another view() could relay it)
+        mixed_kernel<<<(warps + 7) / 8, 256>>>(Array<std::uint64_t>(v, pager.ring()), pages, ops, bad.p);
         ck(cudaDeviceSynchronize(), "mixed kernel");
+        r.held = still_held(v);
         pager.flush();
         r.bad_reads = bad.get();
         r.stats = pager.stats();

@@ -16,6 +16,7 @@ std::string device_missing();
 struct MixedResult {
     std::uint64_t bad_reads = 0;  // words that did not hold their pattern when read on the GPU
     std::uint64_t bad_words = 0;  // words wrong in host memory after flush()
+    std::uint64_t held = 0;       // after the kernel: pages still pinned or written, staging buffers still taken
     Stats stats;
 };
 

@@ -27,6 +27,7 @@ TEST_CASE("warps read and write through umem exactly, pool ample to oversubscrib
                 MixedResult r = run_mixed(pages, frames, adm, engine, 256, 200, adm == Admission::migrate ? 4 : 0);
                 CHECK(r.bad_reads == 0);
                 CHECK(r.bad_words == 0);
+                CHECK(r.held == 0);
                 CHECK(r.stats[c_hits] + r.stats[c_faults] >= 256u * 200u);
                 if (adm == Admission::read_through) CHECK(r.stats[c_fills] == 0);
                 if (adm == Admission::migrate && frames < pages) CHECK(r.stats[c_evictions] > 0);
@@ -40,6 +41,7 @@ TEST_CASE("frame exhaustion on the GPU: 256 warps, 2 frames, the kernel complete
         MixedResult r = run_mixed(512, 2, Admission::migrate, engine, 256, 100, 0);
         CHECK(r.bad_reads == 0);
         CHECK(r.bad_words == 0);
+        CHECK(r.held == 0);
         CHECK(r.stats[c_read_through] > 0);  // the warps that found no frame read through
     }
 }
