@@ -138,6 +138,13 @@ BUGS = [
      '__shfl_sync(0xffffffffu, s, k & 31u);  // block k\'s sub-frame', '__shfl_sync(0xffffffffu, s, i & 31u);', GPU_TEST),
     ('GPU settling never runs', GPU_PAGER, '    if (!any_shared(v)) return;\n    const std::uint64_t threads',
      '    return;\n    const std::uint64_t threads', GPU_TEST),
+    ('staged read: its first 16 bytes not copied', GPU,
+     'm.to_frame(g, buffer + begin, host + begin, static_cast<std::uint32_t>(stop - begin));',
+     'm.to_frame(g, buffer + begin + 16, host + begin + 16, static_cast<std::uint32_t>(stop - begin - 16));',
+     GPU_TEST),
+    ('staged read: the buffer never given back', GPU,
+     'if (g.leader()) atom::store(&view_.staging_owner[(d - view_.staging) >> 12], 0u);', '', GPU_TEST),
+    ('staged read: the pin kept', GPU, 'if (g.leader()) end_access(view, page, host, false);', '', GPU_TEST),
     ('get() notes 64 elements for one', GPU, '        profile_note(view_, i * sizeof(T), sizeof(T));\n        unsigned mask;',
      '        profile_note(view_, i * sizeof(T), 64 * sizeof(T));\n        unsigned mask;', GPU_TEST),
 ]
