@@ -62,6 +62,10 @@ struct MaskGroup {
     static constexpr unsigned loads_in_flight = 2;
 };
 
+// Array::warp_acquire's reads in place of this many bytes or more are staged (Array::stage): 256-byte rows, which 32
+// lanes read in one load each, are not.
+inline constexpr std::uint64_t staging_min_bytes = 1024;
+
 // Frames are reused for other pages within one kernel, so data is read at L2 (ld.global.cg):
 // an SM's L1 could otherwise still hold the frame's previous page.
 __device__ inline uint4 load16(const std::byte* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
@@ -204,9 +208,10 @@ public:
         if (r.write) __threadfence();
         const std::byte* d = reinterpret_cast<const std::byte*>(r.data);
         if (view_.staging != nullptr && d >= view_.staging &&
-            d < view_.staging + (std::uint64_t{view_.staging_slots} << 12)) {  // staged: the buffer is all it holds
+            d < view_.staging +
+                    (std::uint64_t{view_.staging_slots} << staging_shift)) {  // staged: the buffer is all it holds
             g.sync();
-            if (g.leader()) atom::store(&view_.staging_owner[(d - view_.staging) >> 12], 0u);
+            if (g.leader()) atom::store(&view_.staging_owner[(d - view_.staging) >> staging_shift], 0u);
             return;
         }
         release(view_, r.page, g, d, r.write);
@@ -349,7 +354,7 @@ private:
     __device__ __noinline__ static std::byte* stage(const PagerView* v, DeviceMover m, std::uint64_t page,
                                                     std::uint64_t first, std::uint64_t n, std::byte* host) {
         const PagerView view = *v;
-        if (view.staging == nullptr || view.page_shift > 12 || m.ring.slots != nullptr) return host;
+        if (view.staging == nullptr || view.page_shift > staging_shift || m.ring.slots != nullptr) return host;
         WarpGroup g = WarpGroup::self();
         const std::uint32_t slot = g.shard() % view.staging_slots;
         std::uint32_t got = 0;
@@ -358,7 +363,7 @@ private:
             got = atom::cas(&view.staging_owner[slot], expected, 1u) ? 1u : 0u;
         }
         if (__shfl_sync(0xffffffffu, got, 0) == 0) return host;
-        std::byte* buffer = view.staging + (std::uint64_t{slot} << 12);
+        std::byte* buffer = view.staging + (std::uint64_t{slot} << staging_shift);
         const std::uint64_t base = page << view.page_shift, begin = (first * sizeof(T) - base) & ~std::uint64_t{15};
         const std::uint64_t end = ((first + n) * sizeof(T) - base + 15) & ~std::uint64_t{15};
         const std::uint64_t stop = end < view.page_bytes(page) ? end : view.page_bytes(page);

@@ -232,15 +232,16 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
                       cfg.eviction,
                       cfg.prefetch_depth};
     view_.shared = device_alloc<PagerView>(1, "pager view");
+    int device = 0;
+    cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
     if (pool_bytes_ < cfg.bytes) {  // a buffer for each warp an SM can hold (Array::warp_acquire's staged reads)
-        int device = 0, sms = 0, threads = 0;
-        cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
+        int sms = 0, threads = 0;
         cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "umem: cudaDeviceGetAttribute",
                    "SM count");
         cuda_check(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device),
                    "umem: cudaDeviceGetAttribute", "threads an SM");
         view_.staging_slots = static_cast<std::uint32_t>(sms) * static_cast<std::uint32_t>(threads / 32);
-        view_.staging = device_alloc<std::byte>(std::uint64_t{view_.staging_slots} << 12, "staging buffers");
+        view_.staging = device_alloc<std::byte>(std::uint64_t{view_.staging_slots} << staging_shift, "staging buffers");
         view_.staging_owner = device_alloc<std::uint32_t>(view_.staging_slots, "staging buffers' owners");
         cuda_check(cudaMemset(view_.staging_owner, 0, view_.staging_slots * 4ull), "umem: cudaMemset",
                    "staging buffers' owners");
@@ -266,8 +267,6 @@ void GpuPager::set_up(const Config& cfg, std::byte* host) {
     }
     layout(shift, nullptr);
     if (auto_) {
-        int device = 0;
-        cuda_check(cudaGetDevice(&device), "umem: cudaGetDevice", "pager");
         cudaStream_t side = nullptr;
         cuda_check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "umem: cudaStreamCreate", "table maker");
         maker_stream_ = side;

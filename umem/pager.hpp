@@ -85,11 +85,9 @@ inline constexpr std::uint64_t thrash_window = 4096;  // evictions per measureme
 // took over and evicted 1.8M blocks the kernel read again (H200, Zipf u64 over 4 GiB at a 25% pool, second pass
 // 106-110 ms; at 256, 75 ms and 0.5M; bench/results/umem-h200-2026-11-28c.md).
 inline constexpr std::uint64_t free_first_steps = 256;
-inline constexpr std::uint64_t sweep_steps = 256;  // claim_frame: the most frames one claim looks at (below)
-inline constexpr std::uint32_t share_walk = 4;     // place_shared: frames one placement looks at
-// Array::warp_acquire's reads in place of this many bytes or more are staged (copied into a buffer of the warp's, then
-// read there): 256-byte rows, which 32 lanes read in one load each, are not.
-inline constexpr std::uint64_t staging_min_bytes = 1024;
+inline constexpr std::uint64_t sweep_steps = 256;   // claim_frame: the most frames one claim looks at (below)
+inline constexpr std::uint32_t share_walk = 4;      // place_shared: frames one placement looks at
+inline constexpr std::uint32_t staging_shift = 12;  // a staging buffer's bytes, log2 (PagerView::staging)
 
 // Plain pointers and sizes: trivially copyable, passed by value to kernels. The owner (HostPager,
 // GpuPager) allocates what it points to.
@@ -164,8 +162,8 @@ struct PagerView {
     // first choice changes profile_decided, which the launch passes (Array::acquire_out_of_line), and
     // shared_slots, which are not read after it (slots_in_use), so deciding launches no copy.
     const PagerView* shared = nullptr;
-    // GPU pager where the pool is smaller than the array (null otherwise): staging_slots buffers of 4 KiB and an owner
-    // word each, where a warp's read in place of staging_min_bytes or more is copied first (Array::warp_acquire).
+    // GPU pager where the pool is smaller than the array (null otherwise): staging_slots buffers of 4 KiB
+    // (staging_shift) and an owner word each, where a warp's long read in place is copied first (Array::stage).
     std::byte* staging = nullptr;
     std::uint32_t* staging_owner = nullptr;
     std::uint32_t staging_slots = 0;
